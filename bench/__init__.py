@@ -1,0 +1,1 @@
+"""oxidav benchmarks: ``python -m bench NAME [ARGS...]`` runs ``bench/NAME.py``'s ``main``."""

@@ -1,0 +1,82 @@
+"""``make_app(settings)``: the oxidav WSGI application.
+
+The request path of DESIGN §3, outermost first::
+
+    AccessLog                       one line per request
+    Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*
+    WsgiDAVApp                      resolves the provider by path, then its middleware stack:
+      ErrorPrinter                  DAVError -> HTTP response
+      OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
+      AuthzMiddleware               may this principal touch this path / Destination?
+      NextcloudMiddleware           OC-* headers, enrichment, uploads/bulk
+      OxiRequestResolver            must be last: WsgiDAV's methods + REPORT & co.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wsgidav.error_printer import ErrorPrinter
+from wsgidav.wsgidav_app import WsgiDAVApp
+
+from oxidav.access_log import AccessLog
+from oxidav.authz.basic_auth import OxiHTTPAuthenticator
+from oxidav.authz.domain_controller import OxiDomainController
+from oxidav.authz.middleware import AuthzMiddleware
+from oxidav.nextcloud.middleware import NextcloudMiddleware
+from oxidav.providers import urls
+from oxidav.providers.resolver import OxiRequestResolver
+from oxidav.providers.root import DavRootProvider
+from oxidav.routes import DISCOVERY_ROUTES, Router
+from oxidav.services import Services
+from oxidav.settings import Settings
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
+
+
+def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
+    """Every DAV provider and the path it is mounted at (longest prefix wins)."""
+    return {
+        urls.DAV_ROOT: DavRootProvider(),
+    }
+
+
+def _middleware_stack() -> list[Any]:
+    return [
+        ErrorPrinter,
+        OxiHTTPAuthenticator,
+        AuthzMiddleware,
+        NextcloudMiddleware,
+        OxiRequestResolver,  # must be last
+    ]
+
+
+def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
+    """The WsgiDAV configuration of oxidav's DAV surface."""
+    return {
+        "provider_mapping": _provider_mapping(settings, services),
+        "middleware_stack": _middleware_stack(),
+        "http_authenticator": {
+            "domain_controller": OxiDomainController,
+            "accept_basic": True,
+            "accept_digest": False,
+            "default_to_digest": False,
+        },
+        "oxidav": {"authenticator": services.authenticator, "services": services},
+        "dir_browser": {"enable": False},
+        "lock_storage": False,
+        "property_manager": None,
+        "block_size": 256 * 1024,
+        "verbose": 1,
+        "logging": {"enable": False},
+        "suppress_version_info": True,
+        "add_header_MS_Author_Via": True,
+    }
+
+
+def make_app(settings: Settings, services: Services | None = None) -> WSGIApplication:
+    """Build the WSGI app. The database must already be migrated (``bootstrap.prepare``)."""
+    services = services or Services.open(settings)
+    dav = WsgiDAVApp(dav_config(settings, services))
+    return AccessLog(Router(DISCOVERY_ROUTES, fallback=dav))

@@ -1,0 +1,205 @@
+"""The ``oxidav`` command line (DESIGN §5).
+
+Each command is a small handler ``(args, settings) -> exit code``. Rooms with commands of their
+own (blobs, tree) contribute them through a ``register(subparsers)`` function in their ``cli``
+module; ``ROOM_COMMANDS`` lists those modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oxidav import __version__
+from oxidav.authz import accounts
+from oxidav.bootstrap import prepare_storage
+from oxidav.db import Database
+from oxidav.db.migrate import SchemaTooNewError
+from oxidav.settings import Settings, SettingsError, load_settings
+
+#: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
+ROOM_COMMANDS = ("oxidav.blobs.cli", "oxidav.tree.cli")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, help="data folder (default ./oxidav-data)")
+    parser.add_argument("--config", type=Path, help="config file (default DATA_DIR/oxidav.toml)")
+
+
+def _open_db(settings: Settings) -> Database:
+    db = Database.from_url(settings.resolved_database_url)
+    prepare_storage(settings, db)
+    return db
+
+
+def _read_password(args: argparse.Namespace, prompt: str) -> str:
+    if getattr(args, "password", None):
+        return str(args.password)
+    if getattr(args, "password_stdin", False) or not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    first = getpass.getpass(prompt)
+    if getpass.getpass("again: ") != first:
+        raise accounts.AccountError("the passwords do not match")
+    return first
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from oxidav.server import configure_logging, serve
+
+    configure_logging(settings.log_level)
+    return serve(settings)
+
+
+def cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    _open_db(settings).dispose()
+    print("database is at the newest schema")
+    return 0
+
+
+def cmd_user_add(args: argparse.Namespace, settings: Settings) -> int:
+    db = _open_db(settings)
+    password = _read_password(args, f"password for {args.name}: ")
+    accounts.create_user(
+        db,
+        args.name,
+        password,
+        email=args.email,
+        display_name=args.display_name or "",
+        quota_bytes=args.quota,
+    )
+    print(f"created user {args.name!r}")
+    return 0
+
+
+def cmd_user_list(args: argparse.Namespace, settings: Settings) -> int:
+    for user in accounts.list_users(_open_db(settings)):
+        quota = "unlimited" if user.quota_bytes is None else str(user.quota_bytes)
+        print(
+            f"{user.username}\t{user.display_name}\t{user.email or '-'}\t"
+            f"quota={quota}\tapp-passwords={user.app_passwords}"
+        )
+    return 0
+
+
+def cmd_user_passwd(args: argparse.Namespace, settings: Settings) -> int:
+    db = _open_db(settings)
+    accounts.set_password(db, args.name, _read_password(args, f"new password for {args.name}: "))
+    print(f"password of {args.name!r} changed")
+    return 0
+
+
+def cmd_user_delete(args: argparse.Namespace, settings: Settings) -> int:
+    accounts.delete_user(_open_db(settings), args.name)
+    print(f"deleted user {args.name!r}")
+    return 0
+
+
+def cmd_app_password_create(args: argparse.Namespace, settings: Settings) -> int:
+    token = accounts.create_app_password(_open_db(settings), args.user, args.label)
+    print(token)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="oxidav", description="WebDAV/CalDAV/CardDAV server")
+    parser.add_argument("--version", action="version", version=f"oxidav {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the server")
+    _common(serve)
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
+    serve.add_argument("--threads", type=int, help="worker threads (default 32)")
+    serve.set_defaults(handler=cmd_serve)
+
+    db = sub.add_parser("db", help="database schema").add_subparsers(dest="db_cmd", required=True)
+    upgrade = db.add_parser("upgrade", help="migrate the database to the newest schema")
+    _common(upgrade)
+    upgrade.set_defaults(handler=cmd_db_upgrade)
+
+    user = sub.add_parser("user", help="manage users").add_subparsers(
+        dest="user_cmd", required=True
+    )
+    add = user.add_parser("add", help="create a user")
+    _common(add)
+    add.add_argument("name")
+    _password_options(add)
+    add.add_argument("--email")
+    add.add_argument("--display-name")
+    add.add_argument("--quota", type=int, help="quota in bytes (default: the global default)")
+    add.set_defaults(handler=cmd_user_add)
+    listing = user.add_parser("list", help="list users")
+    _common(listing)
+    listing.set_defaults(handler=cmd_user_list)
+    passwd = user.add_parser("passwd", help="change a user's password")
+    _common(passwd)
+    passwd.add_argument("name")
+    _password_options(passwd)
+    passwd.set_defaults(handler=cmd_user_passwd)
+    delete = user.add_parser("delete", help="delete a user and all their data")
+    _common(delete)
+    delete.add_argument("name")
+    delete.set_defaults(handler=cmd_user_delete)
+
+    app_pw = sub.add_parser("app-password", help="app passwords for clients")
+    app_sub = app_pw.add_subparsers(dest="app_cmd", required=True)
+    create = app_sub.add_parser("create", help="create an app password (printed once)")
+    _common(create)
+    create.add_argument("user")
+    create.add_argument("--label", default="")
+    create.set_defaults(handler=cmd_app_password_create)
+
+    for module_name in ROOM_COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        before = set(sub.choices)
+        module.register(sub)
+        for name in set(sub.choices) - before:
+            _add_common_recursively(sub.choices[name])
+    return parser
+
+
+def _add_common_recursively(parser: argparse.ArgumentParser) -> None:
+    subactions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subactions:
+        if not any(a.dest == "data_dir" for a in parser._actions):
+            _common(parser)
+        return
+    for action in subactions:
+        for child in action.choices.values():
+            _add_common_recursively(child)
+
+
+def _password_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--password", help="the password (visible in the process list!)")
+    group.add_argument("--password-stdin", action="store_true", help="read it from stdin")
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    names = ("data_dir", "host", "port", "threads")
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(_flags(args), config_file=args.config)
+        code: int = args.handler(args, settings)
+        return code
+    except (SettingsError, SchemaTooNewError, accounts.AccountError) as exc:
+        print(f"oxidav: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

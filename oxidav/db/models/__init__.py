@@ -1,0 +1,10 @@
+"""All table models, imported here so ``Base.metadata`` knows every table.
+
+Each room of oxidav owns one module: ``users`` (authz), ``blobs``, ``tree``, ``calendars``,
+``contacts``. Add a module here when a room gains tables, and an Alembic revision with it.
+"""
+
+from oxidav.db.models import blobs, calendars, contacts, tree
+from oxidav.db.models.users import AppPassword, User
+
+__all__ = ["AppPassword", "User", "blobs", "calendars", "contacts", "tree"]

@@ -1,0 +1,1 @@
+"""Tables of the blobs room (filled in as the room is built)."""

@@ -1,0 +1,1 @@
+"""Tables of the calendars room (filled in as the room is built)."""

@@ -1,0 +1,1 @@
+"""Tables of the tree room (filled in as the room is built)."""

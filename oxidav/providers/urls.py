@@ -1,0 +1,52 @@
+"""The URL layout of DESIGN §4 in one place: every href oxidav builds comes from here."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+DAV_ROOT = "/remote.php/dav"
+LEGACY_WEBDAV = "/remote.php/webdav"
+FILES = f"{DAV_ROOT}/files"
+PRINCIPALS = f"{DAV_ROOT}/principals"
+PRINCIPALS_USERS = f"{PRINCIPALS}/users"
+CALENDARS = f"{DAV_ROOT}/calendars"
+ADDRESSBOOKS = f"{DAV_ROOT}/addressbooks"
+ADDRESSBOOKS_USERS = f"{ADDRESSBOOKS}/users"
+UPLOADS = f"{DAV_ROOT}/uploads"
+TRASHBIN = f"{DAV_ROOT}/trashbin"
+
+#: Collections below which the next path segment names the owning user.
+USER_SCOPED_PREFIXES = (FILES, CALENDARS, ADDRESSBOOKS_USERS, UPLOADS, TRASHBIN)
+
+
+def _segment(name: str) -> str:
+    return quote(name, safe="")
+
+
+def principal_href(username: str) -> str:
+    return f"{PRINCIPALS_USERS}/{_segment(username)}/"
+
+
+def files_home_href(username: str) -> str:
+    return f"{FILES}/{_segment(username)}/"
+
+
+def calendar_home_href(username: str) -> str:
+    return f"{CALENDARS}/{_segment(username)}/"
+
+
+def addressbook_home_href(username: str) -> str:
+    return f"{ADDRESSBOOKS_USERS}/{_segment(username)}/"
+
+
+def owner_of_path(path: str) -> str | None:
+    """The user a user-scoped path belongs to (``/remote.php/dav/files/alice/x`` -> alice).
+
+    ``path`` is the decoded request path. None for paths that are not user-scoped (the DAV
+    root, principals, the user-scoped collections themselves).
+    """
+    for prefix in USER_SCOPED_PREFIXES:
+        if path.startswith(prefix + "/"):
+            owner = path[len(prefix) + 1 :].split("/", 1)[0]
+            return owner or None
+    return None

@@ -1,0 +1,44 @@
+"""Routes that are not DAV, answered before authentication: discovery redirects and (from the
+Nextcloud room) status.php and OCS. A route is a path prefix and a WSGI app; the first match
+wins, everything else goes to the DAV app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from oxidav.providers.urls import DAV_ROOT
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+
+class Router:
+    def __init__(
+        self, routes: Sequence[tuple[str, WSGIApplication]], fallback: WSGIApplication
+    ) -> None:
+        self.routes = list(routes)
+        self.fallback = fallback
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        for prefix, app in self.routes:
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                return app(environ, start_response)
+        return self.fallback(environ, start_response)
+
+
+def well_known_redirect(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+    """RFC 6764 §5: ``/.well-known/caldav`` and ``/.well-known/carddav`` point at the DAV root."""
+    start_response(
+        "301 Moved Permanently",
+        [("Location", DAV_ROOT + "/"), ("Content-Length", "0"), ("Cache-Control", "no-cache")],
+    )
+    return [b""]
+
+
+DISCOVERY_ROUTES: list[tuple[str, WSGIApplication]] = [
+    ("/.well-known/caldav", well_known_redirect),
+    ("/.well-known/carddav", well_known_redirect),
+]

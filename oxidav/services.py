@@ -1,0 +1,28 @@
+"""The long-lived objects one oxidav process shares between requests.
+
+``Services`` is built once per process from ``Settings`` and handed to the app, the providers and
+the CLI; nothing else holds global state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oxidav.authz.authenticator import Authenticator
+from oxidav.db import Database
+from oxidav.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    authenticator: Authenticator
+
+    @classmethod
+    def open(cls, settings: Settings, db: Database | None = None) -> Services:
+        db = db or Database.from_url(settings.resolved_database_url)
+        return cls(settings=settings, db=db, authenticator=Authenticator(db, settings))
+
+    def close(self) -> None:
+        self.db.dispose()

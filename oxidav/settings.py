@@ -1,0 +1,212 @@
+"""Settings: one ``Settings`` object, layered defaults < oxidav.toml < OXIDAV_* env < flags.
+
+Every setting is a field of ``Settings`` with a type and a default. ``load_settings`` reads the
+layers in order, converts each value to the field's type and validates it; a bad value stops
+start-up with a one-line ``SettingsError`` that names the key and the layer it came from.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "OXIDAV_"
+CONFIG_FILE_NAME = "oxidav.toml"
+
+
+class SettingsError(ValueError):
+    """A setting has a value oxidav cannot use. The message names the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything an oxidav process can be told. Paths are absolute once loaded."""
+
+    data_dir: Path = Path("oxidav-data")
+    host: str = "127.0.0.1"
+    port: int = 8080
+    threads: int = 32
+    #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
+    database_url: str = ""
+    #: Blob store URL: ``file:///path`` or ``s3://bucket/prefix?endpoint_url=…&region=…``;
+    #: empty means ``file://<data_dir>/blobs``.
+    blob_store: str = ""
+    #: Folder of the size-bounded local cache in front of a remote blob store; empty: none.
+    blob_cache: str = ""
+    blob_cache_bytes: int = 1 << 30
+    #: Base64 AES-256 keys; the first encrypts new blobs, all of them decrypt.
+    encryption_keys: tuple[str, ...] = ()
+    #: Password of the ``admin`` user created on an empty database; empty: random, printed.
+    admin_password: str = ""
+    #: How long a verified credential is trusted without running argon2 again.
+    auth_cache_seconds: float = 60.0
+    #: Failed logins per user+address within ``auth_failure_window`` before 429.
+    auth_max_failures: int = 10
+    auth_failure_window: float = 300.0
+    #: Depth: infinity PROPFIND: 0 refuses it (403 propfind-finite-depth); N > 0 allows it
+    #: for trees of at most N resources.
+    propfind_infinity_limit: int = 0
+    #: Quota for users without one of their own; 0 means unlimited.
+    default_quota_bytes: int = 0
+    #: Largest calendar object / vCard accepted, in bytes.
+    max_resource_bytes: int = 10 << 20
+    #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
+    instance_id: str = "oc0000000001"
+    log_level: str = "INFO"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'oxidav.db'}"
+
+    @property
+    def resolved_blob_store(self) -> str:
+        return self.blob_store or (self.data_dir / "blobs").as_uri()
+
+    def encryption_key_bytes(self) -> list[bytes]:
+        return [base64.b64decode(key) for key in self.encryption_keys]
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _to_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    return tuple(part.strip() for part in str(value).split(",") if part.strip())
+
+
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": _to_bool,
+    "Path": lambda v: Path(str(v)).expanduser(),
+    "tuple[str, ...]": _to_tuple,
+}
+
+
+def _validate(settings: Settings) -> None:
+    checks: list[tuple[str, bool, str]] = [
+        ("port", 0 <= settings.port <= 65535, "must be between 0 and 65535"),
+        ("threads", 1 <= settings.threads <= 1024, "must be between 1 and 1024"),
+        ("blob_cache_bytes", settings.blob_cache_bytes > 0, "must be positive"),
+        ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
+        ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
+        ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),
+        ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
+        ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
+        ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
+        (
+            "log_level",
+            settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},
+            "must be DEBUG, INFO, WARNING or ERROR",
+        ),
+        (
+            "database_url",
+            not settings.database_url
+            or settings.database_url.split(":", 1)[0].split("+")[0] in {"sqlite", "postgresql"},
+            "must be a sqlite:/// or postgresql+psycopg2:// URL",
+        ),
+        (
+            "blob_store",
+            not settings.blob_store or settings.blob_store.startswith(("file://", "s3://")),
+            "must be a file:// or s3:// URL",
+        ),
+    ]
+    for key, ok, why in checks:
+        if not ok:
+            raise SettingsError(f"invalid setting {key!r}: {why}")
+    for key in settings.encryption_keys:
+        try:
+            raw = base64.b64decode(key, validate=True)
+        except ValueError:
+            raw = b""
+        if len(raw) != 32:
+            raise SettingsError(
+                "invalid setting 'encryption_keys': each key must be 32 bytes, base64-encoded"
+            )
+
+
+def _apply(
+    values: dict[str, Any], layer: Mapping[str, Any], source: str, strict_keys: bool
+) -> None:
+    known = {f.name: f for f in fields(Settings)}
+    for key, raw in layer.items():
+        if key not in known:
+            if strict_keys:
+                raise SettingsError(f"unknown setting {key!r} in {source}")
+            continue
+        convert = _CONVERTERS[str(known[key].type)]
+        try:
+            values[key] = convert(raw)
+        except (TypeError, ValueError) as exc:
+            raise SettingsError(f"invalid setting {key!r} from {source}: {exc}") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"invalid config file {path}: {exc}") from None
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> Settings:
+    """Build ``Settings`` from defaults, the config file, the environment and ``flags``.
+
+    ``flags`` holds only the options actually given on the command line. The config file is
+    ``config_file`` if given, else ``oxidav.toml`` in the data dir (which itself may come from
+    the environment or the flags).
+    """
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    env = os.environ if env is None else env
+    env_layer = {
+        name[len(ENV_PREFIX) :].lower(): value
+        for name, value in env.items()
+        if name.startswith(ENV_PREFIX) and name[len(ENV_PREFIX) :].lower() in _field_names()
+    }
+    values: dict[str, Any] = {}
+    # The data dir decides where oxidav.toml is, so resolve it from the upper layers first.
+    _apply(values, {k: v for k, v in env_layer.items() if k == "data_dir"}, "environment", True)
+    _apply(values, {k: v for k, v in flags.items() if k == "data_dir"}, "command line", True)
+    data_dir = Path(values.get("data_dir", Settings.data_dir))
+    path = config_file or data_dir / CONFIG_FILE_NAME
+    layered: dict[str, Any] = {}
+    if config_file is not None and not config_file.exists():
+        raise SettingsError(f"config file {config_file} does not exist")
+    if path.exists():
+        _apply(layered, _read_toml(path), str(path), True)
+    _apply(layered, env_layer, "environment", True)
+    _apply(layered, flags, "command line", True)
+    layered["data_dir"] = Path(layered.get("data_dir", data_dir)).absolute()
+    settings = Settings(**layered)
+    _validate(settings)
+    return settings
+
+
+def _field_names() -> set[str]:
+    return {f.name for f in fields(Settings)}
+
+
+__all__ = ["Settings", "SettingsError", "load_settings"]

@@ -1,0 +1,142 @@
+"""Real servers for tests: in-process (cheroot in a thread) and as an ``oxidav serve`` process.
+
+Both bind 127.0.0.1 on a free port and are ready when the call returns (no sleeps): the
+in-process server is ready once cheroot has bound its socket; the subprocess once it has
+printed its URL, which it does after binding.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from cheroot import wsgi
+
+from oxidav.app import make_app
+from oxidav.authz import accounts
+from oxidav.bootstrap import prepare_storage
+from oxidav.services import Services
+from oxidav.settings import Settings
+
+USERS = {"alice": "secret", "bob": "secret"}
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+@dataclass
+class LiveServer:
+    base_url: str  # http://127.0.0.1:PORT
+    settings: Settings
+    services: Services | None = None
+    users: dict[str, str] = field(default_factory=lambda: dict(USERS))
+
+    @property
+    def port(self) -> int:
+        return int(urlsplit(self.base_url).port or 0)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        user: str | None = "alice",
+        password: str | None = None,
+    ) -> Response:
+        """One request on a fresh connection; ``user=None`` sends no credentials."""
+        all_headers = dict(headers or {})
+        if user is not None:
+            secret = password if password is not None else self.users[user]
+            token = base64.b64encode(f"{user}:{secret}".encode()).decode()
+            all_headers.setdefault("Authorization", f"Basic {token}")
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request(method, path, body=body, headers=all_headers)
+            resp = conn.getresponse()
+            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        finally:
+            conn.close()
+
+
+def make_settings(data_dir: Path, db_url: str, **overrides: object) -> Settings:
+    return Settings(data_dir=data_dir, database_url=db_url, port=0, threads=16).replace(**overrides)
+
+
+@contextmanager
+def in_process_server(settings: Settings, users: Mapping[str, str] = USERS) -> Iterator[LiveServer]:
+    """Prepare storage, create ``users``, and serve ``make_app`` in a background thread."""
+    services = Services.open(settings)
+    prepare_storage(settings, services.db)
+    for name, password in users.items():
+        accounts.create_user(services.db, name, password, email=f"{name}@example.org")
+    server = wsgi.Server(("127.0.0.1", 0), make_app(settings, services), numthreads=16)
+    server.prepare()
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        port = server.bind_addr[1]
+        yield LiveServer(f"http://127.0.0.1:{port}", settings, services, dict(users))
+    finally:
+        server.stop()
+        thread.join(timeout=10)
+        services.close()
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[str]
+    base_url: str
+    first_lines: list[str]
+
+    def stop(self) -> int:
+        self.process.terminate()
+        try:
+            return self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def start_server_process(
+    args: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> ServerProcess:
+    """Start ``oxidav serve ARGS`` and return once it printed its URL (it has bound by then)."""
+    full_env = {**os.environ, **(env or {})}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oxidav.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line.rstrip("\n"))
+        match = re.search(r"listening on (http://[^/]+)/", line)
+        if match:
+            return ServerProcess(process, match.group(1), lines)
+    process.wait()
+    raise RuntimeError(f"oxidav serve exited with {process.returncode}: {lines}")
