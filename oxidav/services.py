@@ -7,8 +7,10 @@ the CLI; nothing else holds global state.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from oxidav.authz.authenticator import Authenticator
+from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.settings import Settings
 
@@ -24,5 +26,12 @@ class Services:
         db = db or Database.from_url(settings.resolved_database_url)
         return cls(settings=settings, db=db, authenticator=Authenticator(db, settings))
 
+    @cached_property
+    def blobs(self) -> BlobChain:
+        """The blob chain (file contents) configured by the settings, opened on first use."""
+        return BlobChain.from_settings(self.settings, self.db)
+
     def close(self) -> None:
+        if "blobs" in self.__dict__:
+            self.blobs.close()
         self.db.dispose()

@@ -1,1 +1,80 @@
-"""Tables of the blobs room (filled in as the room is built)."""
+"""Tables of the blobs room: chunks, manifests and the ordered chunk list of each manifest.
+
+Reference counting, two levels:
+
+* ``blob_manifests.refcount`` counts the references held by the rest of oxidav (file versions,
+  trash entries, copies); callers change it with ``BlobChain.incref`` / ``decref`` in their own
+  transaction.
+* ``blob_chunks.refcount`` counts the entries of ``blob_manifest_chunks`` that name the chunk
+  (a chunk used twice by one manifest counts twice). It changes only when a manifest row is
+  created (ingest, concat) or collected (gc).
+
+``orphaned_at`` is set whenever a row is (or becomes) unreferenced, and cleared when it gains a
+reference; gc removes rows, and the chunk bytes, that stayed unreferenced for a grace period.
+A chunk row with refcount 0 may also be the *intent* an unfinished ingest recorded before it
+wrote the bytes, which is what keeps gc from deleting a chunk file that is being written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from oxidav.db.base import Base, UTCDateTime, utcnow
+
+HASH_LEN = 64
+
+
+class BlobChunk(Base):
+    """One stored chunk; its bytes live in the blob store under ``hash``."""
+
+    __tablename__ = "blob_chunks"
+
+    hash: Mapped[str] = mapped_column(String(HASH_LEN), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    refcount: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    orphaned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (Index("ix_blob_chunks_orphaned_at", "orphaned_at"),)
+
+
+class BlobManifest(Base):
+    """One content version: an ordered list of chunks, named by the BLAKE3 of that list."""
+
+    __tablename__ = "blob_manifests"
+
+    hash: Mapped[str] = mapped_column(String(HASH_LEN), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    content_hash: Mapped[str] = mapped_column(String(HASH_LEN))
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    refcount: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    orphaned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (Index("ix_blob_manifests_orphaned_at", "orphaned_at"),)
+
+
+class BlobManifestChunk(Base):
+    """Entry of a manifest's chunk list: the chunk that holds bytes ``[start, start + size)``.
+
+    Chunks are never empty, so ``start`` orders the list and a seek is one index lookup.
+    """
+
+    __tablename__ = "blob_manifest_chunks"
+
+    manifest_hash: Mapped[str] = mapped_column(
+        String(HASH_LEN),
+        ForeignKey("blob_manifests.hash", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    chunk_hash: Mapped[str] = mapped_column(String(HASH_LEN), ForeignKey("blob_chunks.hash"))
+
+    __table_args__ = (Index("ix_blob_manifest_chunks_chunk_hash", "chunk_hash"),)
+
+
+__all__ = ["BlobChunk", "BlobManifest", "BlobManifestChunk"]

@@ -1,0 +1,401 @@
+"""The database side of the blob chain: chunk and manifest rows, their refcounts and lookups.
+
+Every function takes the caller's ``Session`` and runs inside the caller's transaction; the
+statements are batched (one ``IN`` list per batch of chunks, one ``INSERT … SELECT`` per manifest
+copy), and the few dialect differences (``ON CONFLICT``) are hidden in ``_insert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, case, func, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
+from oxidav.db import Database, UTCDateTime, utcnow
+from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+
+#: Largest ``IN (…)`` list sent in one statement.
+IN_LIST_MAX = 500
+#: Rows per ``INSERT`` of manifest entries.
+INSERT_BATCH = 2000
+
+_chunks: Table = BlobChunk.__table__  # type: ignore[assignment]
+_manifests: Table = BlobManifest.__table__  # type: ignore[assignment]
+_entries: Table = BlobManifestChunk.__table__  # type: ignore[assignment]
+
+
+class ManifestNotFoundError(KeyError):
+    """No manifest of that hash exists (never created, or collected by gc)."""
+
+    def __init__(self, manifest_hash: str) -> None:
+        super().__init__(manifest_hash)
+        self.manifest_hash = manifest_hash
+
+    def __str__(self) -> str:
+        return f"manifest {self.manifest_hash} not found"
+
+
+class RefcountError(ValueError):
+    """A decref would take a manifest's refcount below zero."""
+
+
+class BlobChainConflictError(RuntimeError):
+    """A chunk this ingest relied on was collected before the ingest committed (the ingest ran
+    longer than the gc grace period). Nothing was made visible; the ingest can be repeated."""
+
+
+def _insert(session: Session, table: Table) -> Any:
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def _batches(items: Sequence[str], size: int = IN_LIST_MAX) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# -- chunks ------------------------------------------------------------------------------
+
+
+def chunk_refcounts(session: Session, keys: Sequence[str]) -> dict[str, int]:
+    """``{hash: refcount}`` of the chunks among ``keys`` that have a row: one query per
+    ``IN_LIST_MAX`` keys."""
+    found: dict[str, int] = {}
+    for part in _batches(keys):
+        rows = session.execute(
+            select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.hash.in_(part))
+        )
+        found.update({row.hash: row.refcount for row in rows})
+    return found
+
+
+def register_chunk_intents(session: Session, sizes: dict[str, int], now: datetime) -> None:
+    """Record that the chunks ``sizes`` are about to be written: a new row with refcount 0, or,
+    for an unreferenced row, a fresh ``orphaned_at`` so that gc leaves it alone for a grace
+    period. On PostgreSQL the upsert waits for a gc transaction deleting the same row; on
+    SQLite the write lock serializes them; either way the bytes are written after any gc that
+    claimed the chunk has deleted them."""
+    if not sizes:
+        return
+    stmt = _insert(session, _chunks)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[_chunks.c.hash],
+        set_={"orphaned_at": now},
+        where=_chunks.c.refcount == 0,
+    )
+    session.execute(
+        stmt,
+        [
+            {"hash": key, "size": size, "refcount": 0, "created_at": now, "orphaned_at": now}
+            for key, size in sorted(sizes.items())  # one lock order for every writer
+        ],
+    )
+
+
+def adopt_orphan_files(session: Session, sizes: dict[str, int], now: datetime) -> int:
+    """Give stored blobs that have no row (left by a crash) an unreferenced row, so that gc
+    collects them after the grace period like any other orphan. Returns the rows created."""
+    if not sizes:
+        return 0
+    stmt = (
+        _insert(session, _chunks)
+        .on_conflict_do_nothing(index_elements=[_chunks.c.hash])
+        .returning(_chunks.c.hash)
+    )
+    created = 0
+    for key, size in sizes.items():
+        row = session.execute(
+            stmt.values(hash=key, size=size, refcount=0, created_at=now, orphaned_at=now)
+        ).first()
+        created += row is not None
+    return created
+
+
+# -- manifests ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    """A manifest row, detached from any session."""
+
+    hash: str
+    size: int
+    content_hash: str
+    chunk_count: int
+    refcount: int
+
+
+def get_manifest(session: Session, manifest_hash: str) -> ManifestInfo | None:
+    row = session.execute(
+        select(
+            _manifests.c.hash,
+            _manifests.c.size,
+            _manifests.c.content_hash,
+            _manifests.c.chunk_count,
+            _manifests.c.refcount,
+        ).where(_manifests.c.hash == manifest_hash)
+    ).first()
+    return None if row is None else ManifestInfo(*row)
+
+
+def require_manifest(session: Session, manifest_hash: str) -> ManifestInfo:
+    manifest = get_manifest(session, manifest_hash)
+    if manifest is None:
+        raise ManifestNotFoundError(manifest_hash)
+    return manifest
+
+
+def lock_chunks(session: Session, keys: Sequence[str]) -> None:
+    """On PostgreSQL, lock the chunk rows ``keys`` in hash order (see ``lock_chunks_in_order``)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    for part in _batches(sorted(keys)):
+        session.execute(
+            select(_chunks.c.hash)
+            .where(_chunks.c.hash.in_(part))
+            .order_by(_chunks.c.hash)
+            .with_for_update()
+        ).all()
+
+
+def lock_chunks_in_order(session: Session, manifest_hashes: Sequence[str]) -> None:
+    """On PostgreSQL, lock the chunk rows of ``manifest_hashes`` in hash order, so that two
+    transactions changing overlapping chunk sets cannot deadlock (SQLite has one writer).
+    This MUST come before any statement that locks chunk rows in another order — inserting
+    manifest entries does, through their foreign key."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    session.execute(
+        select(_chunks.c.hash)
+        .where(
+            _chunks.c.hash.in_(
+                select(_entries.c.chunk_hash).where(_entries.c.manifest_hash.in_(manifest_hashes))
+            )
+        )
+        .order_by(_chunks.c.hash)
+        .with_for_update()
+    ).all()
+
+
+def _add_chunk_references(session: Session, manifest_hash: str, distinct: int) -> None:
+    """Count the new manifest's entries into its chunks' refcounts, in one statement. The
+    caller has locked the chunk rows in order already."""
+    entries = _entries.alias("e")
+    uses = (
+        select(func.count())
+        .select_from(entries)
+        .where(entries.c.manifest_hash == manifest_hash)
+        .where(entries.c.chunk_hash == _chunks.c.hash)
+        .scalar_subquery()
+    )
+    result = session.execute(
+        update(_chunks)
+        .where(
+            _chunks.c.hash.in_(
+                select(_entries.c.chunk_hash).where(_entries.c.manifest_hash == manifest_hash)
+            )
+        )
+        .values(refcount=_chunks.c.refcount + uses, orphaned_at=None)
+    )
+    if result.rowcount != distinct:  # type: ignore[attr-defined]
+        raise BlobChainConflictError(f"chunks of manifest {manifest_hash} vanished during ingest")
+
+
+def _insert_or_touch_manifest(session: Session, values: dict[str, Any], now: datetime) -> bool:
+    """Insert a manifest row (refcount 0); if it exists, renew the grace period of an
+    unreferenced one instead. Returns whether the row was created. A row that vanishes between
+    the two statements (a concurrent gc collected it) is inserted afresh."""
+    while True:
+        inserted = session.execute(
+            _insert(session, _manifests)
+            .values(**values, refcount=0, created_at=now, orphaned_at=now)
+            .on_conflict_do_nothing(index_elements=[_manifests.c.hash])
+            .returning(_manifests.c.hash)
+        ).first()
+        if inserted is not None:
+            return True
+        touched = session.execute(
+            update(_manifests)
+            .where(_manifests.c.hash == values["hash"])
+            .values(
+                orphaned_at=case(
+                    (_manifests.c.refcount == 0, literal(now, UTCDateTime())),
+                    else_=_manifests.c.orphaned_at,
+                )
+            )
+        )
+        if touched.rowcount:  # type: ignore[attr-defined]
+            return False
+
+
+def create_manifest(
+    session: Session, builder: ManifestBuilder, content_hash: str, now: datetime
+) -> bool:
+    """Insert the manifest of ``builder`` (refcount 0) with its entries and count them into
+    the chunk refcounts. If it already exists, only renew its grace period. Returns whether it
+    was created. Raises ``BlobChainConflictError`` if a chunk row is missing."""
+    created = _insert_or_touch_manifest(
+        session,
+        {
+            "hash": builder.hash,
+            "size": builder.size,
+            "content_hash": content_hash,
+            "chunk_count": builder.count,
+        },
+        now,
+    )
+    if not created:
+        return False
+    lock_chunks(session, sorted(builder.distinct_chunks()))
+    batch: list[dict[str, Any]] = []
+    try:
+        for entry in builder.entries():
+            batch.append(
+                {
+                    "manifest_hash": builder.hash,
+                    "start": entry.start,
+                    "size": entry.size,
+                    "chunk_hash": entry.chunk_hash,
+                }
+            )
+            if len(batch) >= INSERT_BATCH:
+                session.execute(_entries.insert(), batch)
+                batch = []
+        if batch:
+            session.execute(_entries.insert(), batch)
+    except IntegrityError as exc:
+        raise BlobChainConflictError(
+            f"a chunk of manifest {builder.hash} vanished during ingest"
+        ) from exc
+    if builder.count:
+        _add_chunk_references(session, builder.hash, len(builder.distinct_chunks()))
+    return True
+
+
+def create_concatenation(
+    session: Session,
+    manifest_hash: str,
+    parts: Sequence[ManifestInfo],
+    content_hash: str,
+    now: datetime,
+) -> bool:
+    """Insert manifest ``manifest_hash`` whose entries are those of ``parts`` in order, copied
+    row-wise in the database (no chunk bytes move). Returns whether it was created."""
+    size = sum(part.size for part in parts)
+    count = sum(part.chunk_count for part in parts)
+    created = _insert_or_touch_manifest(
+        session,
+        {"hash": manifest_hash, "size": size, "content_hash": content_hash, "chunk_count": count},
+        now,
+    )
+    if not created:
+        return False
+    lock_chunks_in_order(session, [part.hash for part in parts])
+    base = 0
+    for part in parts:
+        source = select(
+            literal(manifest_hash).label("manifest_hash"),
+            (_entries.c.start + base).label("start"),
+            _entries.c.size,
+            _entries.c.chunk_hash,
+        ).where(_entries.c.manifest_hash == part.hash)
+        session.execute(
+            _entries.insert().from_select(["manifest_hash", "start", "size", "chunk_hash"], source)
+        )
+        base += part.size
+    if count:
+        distinct = session.execute(
+            select(func.count(func.distinct(_entries.c.chunk_hash))).where(
+                _entries.c.manifest_hash == manifest_hash
+            )
+        ).scalar_one()
+        _add_chunk_references(session, manifest_hash, distinct)
+    return True
+
+
+def change_manifest_refcount(session: Session, manifest_hash: str, delta: int) -> None:
+    """Add ``delta`` to a manifest's refcount; at zero the manifest becomes an orphan (gc
+    collects it after the grace period). Raises ``ManifestNotFoundError`` or, for a count
+    that would go negative, ``RefcountError``."""
+    if delta == 0:
+        return
+    new_count = _manifests.c.refcount + delta
+    stmt = update(_manifests).where(_manifests.c.hash == manifest_hash)
+    if delta < 0:
+        stmt = stmt.where(_manifests.c.refcount >= -delta)
+        # ``orphaned_at`` is stamped only when this decrement reaches zero.
+        now = literal(utcnow(), UTCDateTime())
+        stmt = stmt.values(
+            refcount=new_count,
+            orphaned_at=case((new_count == 0, now), else_=_manifests.c.orphaned_at),
+        )
+    else:
+        stmt = stmt.values(refcount=new_count, orphaned_at=None)
+    if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+        return
+    current = session.execute(
+        select(_manifests.c.refcount).where(_manifests.c.hash == manifest_hash)
+    ).scalar_one_or_none()
+    if current is None:
+        raise ManifestNotFoundError(manifest_hash)
+    raise RefcountError(f"manifest {manifest_hash} has refcount {current}, cannot remove {-delta}")
+
+
+def entries_from(
+    session: Session, manifest_hash: str, position: int, limit: int
+) -> list[ManifestEntry]:
+    """Up to ``limit`` entries of a manifest, starting with the one that holds byte
+    ``position``: one indexed query."""
+    first = (
+        select(func.max(_entries.c.start))
+        .where(_entries.c.manifest_hash == manifest_hash, _entries.c.start <= position)
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(_entries.c.start, _entries.c.size, _entries.c.chunk_hash)
+        .where(_entries.c.manifest_hash == manifest_hash, _entries.c.start >= first)
+        .order_by(_entries.c.start)
+        .limit(limit)
+    )
+    return [ManifestEntry(row.start, row.size, row.chunk_hash) for row in rows]
+
+
+def iter_entries(db: Database, manifest_hash: str, page: int = 1000) -> Iterator[ManifestEntry]:
+    """Every entry of a manifest in order, a page per short read transaction."""
+    position = 0
+    while True:
+        with db.read() as session:
+            page_rows = entries_from(session, manifest_hash, position, page)
+        if not page_rows:
+            return
+        yield from page_rows
+        last = page_rows[-1]
+        position = last.start + last.size
+        if len(page_rows) < page:
+            return
+
+
+__all__ = [
+    "BlobChainConflictError",
+    "ManifestInfo",
+    "ManifestNotFoundError",
+    "RefcountError",
+    "adopt_orphan_files",
+    "change_manifest_refcount",
+    "chunk_refcounts",
+    "create_concatenation",
+    "create_manifest",
+    "entries_from",
+    "get_manifest",
+    "iter_entries",
+    "register_chunk_intents",
+    "require_manifest",
+]

@@ -1,0 +1,105 @@
+"""``oxidav blobs fsck [--deep] | gc [--grace SECONDS] | migrate --to URL`` (DESIGN §5).
+
+Maintenance commands talk to the store *without* the local cache, so that fsck sees what is
+really stored and gc / migrate do not churn the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from oxidav.blobs.fsck import check
+from oxidav.blobs.gc import DEFAULT_GRACE_SECONDS, collect_garbage
+from oxidav.blobs.migrate import migrate, switch_blob_store_setting
+from oxidav.blobs.store import BlobStore
+from oxidav.blobs.urls import store_from_settings
+from oxidav.db import Database
+from oxidav.db.migrate import check_not_newer, upgrade
+from oxidav.settings import CONFIG_FILE_NAME, Settings
+
+
+def _open(settings: Settings, url: str | None = None) -> tuple[Database, BlobStore]:
+    db = Database.from_url(settings.resolved_database_url)
+    check_not_newer(db.engine)
+    upgrade(db.engine)
+    return db, store_from_settings(settings.replace(blob_cache=""), url)
+
+
+def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
+    db, store = _open(settings)
+    try:
+        report = check(db, store, deep=args.deep)
+    finally:
+        store.close()
+        db.dispose()
+    for line in report.lines():
+        print(line)
+    return 0 if report.clean else 1
+
+
+def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
+    db, store = _open(settings)
+    try:
+        report = collect_garbage(db, store, args.grace)
+    finally:
+        store.close()
+        db.dispose()
+    print(report)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    current = settings.resolved_blob_store
+    if args.to == current:
+        print(f"oxidav: the blob store already is {current}", file=sys.stderr)
+        return 2
+    db, source = _open(settings)
+    try:
+        target = store_from_settings(settings.replace(blob_cache=""), args.to)
+    except ValueError as exc:
+        print(f"oxidav: {exc}", file=sys.stderr)
+        return 2
+    try:
+        target.health_check()
+        report = migrate(db, source, target, args.to, settings.data_dir)
+    finally:
+        target.close()
+        source.close()
+        db.dispose()
+    print(report)
+    if report.failed:
+        for key in report.failed[:20]:
+            print(f"failed: {key}", file=sys.stderr)
+        print("oxidav: some chunks were not copied; the setting is unchanged", file=sys.stderr)
+        return 1
+    config = args.config or settings.data_dir / CONFIG_FILE_NAME
+    switch_blob_store_setting(config, args.to)
+    print(f"blob_store = {args.to} written to {config}; restart oxidav to use it")
+    if os.environ.get("OXIDAV_BLOB_STORE"):
+        print("warning: OXIDAV_BLOB_STORE is set and overrides the config file", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    blobs = subparsers.add_parser("blobs", help="blob store maintenance")
+    commands = blobs.add_subparsers(dest="blobs_command", required=True)
+    fsck = commands.add_parser("fsck", help="report missing, orphaned and corrupt chunks")
+    fsck.add_argument("--deep", action="store_true", help="re-read and re-hash every chunk")
+    fsck.set_defaults(handler=cmd_fsck)
+    gc = commands.add_parser("gc", help="remove content unreferenced for the grace period")
+    gc.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_GRACE_SECONDS,
+        metavar="SECONDS",
+        help=f"how long garbage must stay unreferenced (default {DEFAULT_GRACE_SECONDS:g})",
+    )
+    gc.set_defaults(handler=cmd_gc)
+    mig = commands.add_parser("migrate", help="copy every chunk to another store, then use it")
+    mig.add_argument("--to", required=True, metavar="URL", help="file:///path or s3://bucket/…")
+    mig.set_defaults(handler=cmd_migrate)
+
+
+__all__ = ["register"]

@@ -1,0 +1,180 @@
+"""Consistency check of the blob chain: database rows against the bytes in the store.
+
+Reported, never repaired:
+
+* **missing** — a referenced chunk (refcount > 0) whose blob is not in the store;
+* **orphaned** — a stored blob with no chunk row (gc adopts and removes these);
+* **corrupt** (``deep`` only) — a blob whose bytes, read back whole, do not hash to its name
+  (or cannot be decrypted);
+* **refcount mismatches** — a chunk whose refcount differs from the number of manifest entries
+  naming it;
+* **manifest mismatches** — a manifest whose size or chunk count differs from its entries;
+* **affected manifests** — the manifests that name a missing or corrupt chunk.
+
+Unreferenced chunk rows (refcount 0) are not checked for presence: they may be intents of a
+running ingest, and an ingest never trusts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import blake3
+from sqlalchemy import Table, func, or_, select
+
+from oxidav.blobs import catalog
+from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError
+from oxidav.db import Database
+from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+
+PAGE = 1000
+
+_chunks: Table = BlobChunk.__table__  # type: ignore[assignment]
+_manifests: Table = BlobManifest.__table__  # type: ignore[assignment]
+_entries: Table = BlobManifestChunk.__table__  # type: ignore[assignment]
+
+
+@dataclass
+class FsckReport:
+    chunks_checked: int = 0
+    blobs_listed: int = 0
+    missing: list[str] = field(default_factory=list)
+    orphaned: list[str] = field(default_factory=list)
+    corrupt: list[str] = field(default_factory=list)
+    refcount_mismatches: list[tuple[str, int, int]] = field(default_factory=list)
+    manifest_mismatches: list[str] = field(default_factory=list)
+    affected_manifests: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.missing
+            or self.orphaned
+            or self.corrupt
+            or self.refcount_mismatches
+            or self.manifest_mismatches
+        )
+
+    def lines(self) -> Iterator[str]:
+        yield f"checked {self.chunks_checked} chunk(s), listed {self.blobs_listed} blob(s)"
+        for key in self.missing:
+            yield f"missing chunk {key}"
+        for key in self.corrupt:
+            yield f"corrupt chunk {key}"
+        for key in self.orphaned:
+            yield f"orphaned blob {key} (no chunk row; gc removes it)"
+        for key, stored, counted in self.refcount_mismatches:
+            yield f"chunk {key} has refcount {stored} but {counted} manifest entries"
+        for key in self.manifest_mismatches:
+            yield f"manifest {key} does not match its entries"
+        for key in self.affected_manifests:
+            yield f"affected manifest {key}"
+        yield "clean" if self.clean else "PROBLEMS FOUND"
+
+
+def _referenced_chunk_pages(db: Database) -> Iterator[list[str]]:
+    after = ""
+    while True:
+        with db.read() as session:
+            keys = list(
+                session.execute(
+                    select(_chunks.c.hash)
+                    .where(_chunks.c.refcount > 0, _chunks.c.hash > after)
+                    .order_by(_chunks.c.hash)
+                    .limit(PAGE)
+                ).scalars()
+            )
+        if not keys:
+            return
+        yield keys
+        after = keys[-1]
+
+
+def _probe(store: BlobStore, key: str, deep: bool) -> str | None:
+    """``"missing"``, ``"corrupt"`` or ``None`` for one chunk."""
+    try:
+        if not deep:
+            return None if store.exists(key) else "missing"
+        data = store.get(key)
+    except BlobNotFoundError:
+        return "missing"
+    except BlobStoreError:
+        return "corrupt"  # e.g. fails authentication under the configured keys
+    return None if blake3.blake3(data).hexdigest() == key else "corrupt"
+
+
+def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
+    """Check everything listed in the module docstring."""
+    report = FsckReport()
+    with ThreadPoolExecutor(max(1, store.concurrency)) as pool:
+        for keys in _referenced_chunk_pages(db):
+            for key, verdict in zip(
+                keys, pool.map(lambda k: _probe(store, k, deep), keys), strict=True
+            ):
+                if verdict == "missing":
+                    report.missing.append(key)
+                elif verdict == "corrupt":
+                    report.corrupt.append(key)
+            report.chunks_checked += len(keys)
+    _check_orphans(db, store, report)
+    _check_counts(db, report)
+    bad = report.missing + report.corrupt
+    for start in range(0, len(bad), catalog.IN_LIST_MAX):
+        with db.read() as session:
+            report.affected_manifests.extend(
+                session.execute(
+                    select(_entries.c.manifest_hash)
+                    .distinct()
+                    .where(_entries.c.chunk_hash.in_(bad[start : start + catalog.IN_LIST_MAX]))
+                ).scalars()
+            )
+    return report
+
+
+def _check_orphans(db: Database, store: BlobStore, report: FsckReport) -> None:
+    page: list[str] = []
+
+    def flush() -> None:
+        with db.read() as session:
+            known = catalog.chunk_refcounts(session, page)
+        report.orphaned.extend(key for key in page if key not in known)
+        page.clear()
+
+    for key in store.iter_keys():
+        report.blobs_listed += 1
+        page.append(key)
+        if len(page) >= PAGE:
+            flush()
+    if page:
+        flush()
+
+
+def _check_counts(db: Database, report: FsckReport) -> None:
+    with db.read() as session:
+        counted = func.count(_entries.c.chunk_hash)
+        report.refcount_mismatches.extend(
+            (row.hash, row.refcount, row.counted)
+            for row in session.execute(
+                select(_chunks.c.hash, _chunks.c.refcount, counted.label("counted"))
+                .select_from(_chunks.outerjoin(_entries, _entries.c.chunk_hash == _chunks.c.hash))
+                .group_by(_chunks.c.hash, _chunks.c.refcount)
+                .having(_chunks.c.refcount != counted)
+            )
+        )
+        total = func.coalesce(func.sum(_entries.c.size), 0)
+        entries = func.count(_entries.c.start)
+        report.manifest_mismatches.extend(
+            session.execute(
+                select(_manifests.c.hash)
+                .select_from(
+                    _manifests.outerjoin(_entries, _entries.c.manifest_hash == _manifests.c.hash)
+                )
+                .group_by(_manifests.c.hash, _manifests.c.size, _manifests.c.chunk_count)
+                .having(or_(_manifests.c.size != total, _manifests.c.chunk_count != entries))
+            ).scalars()
+        )
+
+
+__all__ = ["FsckReport", "check"]

@@ -1,0 +1,213 @@
+"""Streaming ingest: bytes -> FastCDC -> BLAKE3 -> new chunks written -> sync sweep -> manifest.
+
+The order is the durability rule of DESIGN §6: chunk bytes are written unsynced, made durable by
+sync sweeps, and only then is the manifest row committed — a manifest is never visible before
+every byte it names is on stable storage. A failure at any point (the client goes away, a short
+body, a store error) leaves no manifest and changes no refcount; the chunks already written stay
+as unreferenced rows that gc collects after its grace period.
+
+Per batch of chunks the database is asked once which of them are already referenced; only the
+others are written. Before writing, their rows are registered as *intents* (refcount 0, fresh
+``orphaned_at``), which is what stops a concurrent gc from deleting a chunk file being written.
+Writes run on a small thread pool (``store.concurrency`` workers, at least 2; 8 for S3)
+with at most ``WRITE_AHEAD_BYTES`` of chunks in flight — about one batch, so the writers drain a
+batch while the next one is being chunked — and memory stays flat whatever the content length.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from oxidav.blobs import catalog
+from oxidav.blobs.chunking import ChunkedContent
+from oxidav.blobs.manifests import ManifestBuilder
+from oxidav.blobs.store import BlobStore
+from oxidav.db import Database, utcnow
+
+#: A batch (one existence query) closes at this many distinct chunks or bytes.
+BATCH_CHUNKS = 128
+BATCH_BYTES = 16 << 20
+#: Chunk bytes submitted to the writers and not yet written, at most (plus one chunk).
+WRITE_AHEAD_BYTES = 16 << 20
+#: A background sync sweep starts after this many unsynced chunk writes.
+SYNC_EVERY = 128
+#: Chunks this ingest already wrote or found referenced are remembered (up to this many) so a
+#: repeated chunk is neither queried nor written again.
+SEEN_MAX = 1 << 16
+
+
+@dataclass(frozen=True)
+class StoredContent:
+    """The result of an ingest: the manifest that names the content, and the content's size,
+    BLAKE3 and (when asked for) MD5, all hex."""
+
+    manifest_hash: str
+    size: int
+    content_hash: str
+    md5: str | None = None
+
+
+class _Writer:
+    """Runs ``put_unsynced`` on a bounded pool and sync sweeps on one background thread."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self._store = store
+        # At least two: one slow file creation (or request) must not stall the next write.
+        self._workers = max(2, store.concurrency)
+        self._pool: ThreadPoolExecutor | None = None
+        self._syncer: ThreadPoolExecutor | None = None
+        self._pending: collections.deque[tuple[Future[None], int]] = collections.deque()
+        self._pending_bytes = 0
+        self._sweeps: list[Future[None]] = []
+        self._unsynced: list[str] = []
+        self.written = 0
+        self.written_bytes = 0
+
+    def submit(self, key: str, data: bytes) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="oxidav-blob-put")
+        # Bounded by bytes, not by count: a whole batch can be handed over at once, and the
+        # caller goes back to chunking while it is written.
+        while self._pending and self._pending_bytes + len(data) > WRITE_AHEAD_BYTES:
+            self._wait_oldest()
+        self._pending.append((self._pool.submit(self._store.put_unsynced, key, data), len(data)))
+        self._pending_bytes += len(data)
+        self._note(key, data)
+        if len(self._unsynced) >= SYNC_EVERY:
+            self._sweep()
+
+    def _wait_oldest(self) -> None:
+        future, size = self._pending.popleft()
+        self._pending_bytes -= size
+        future.result()
+
+    def write_inline(self, items: dict[str, bytes]) -> None:
+        for key, data in items.items():
+            self._store.put_unsynced(key, data)
+            self._note(key, data)
+
+    def _note(self, key: str, data: bytes) -> None:
+        self._unsynced.append(key)
+        self.written += 1
+        self.written_bytes += len(data)
+
+    def _sweep(self) -> None:
+        # A sweep that already failed stops the ingest now, not at the end.
+        for done in [sweep for sweep in self._sweeps if sweep.done()]:
+            done.result()
+            self._sweeps.remove(done)
+        keys, self._unsynced = self._unsynced, []
+        if not keys:
+            return
+        writes = [future for future, _size in self._pending]
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(1, thread_name_prefix="oxidav-blob-sync")
+        self._sweeps.append(self._syncer.submit(self._sync_after, writes, keys))
+
+    def _sync_after(self, writes: Sequence[Future[None]], keys: list[str]) -> None:
+        for write in writes:
+            write.result()
+        self._store.sync(keys)
+
+    def finish(self) -> None:
+        """Wait for every write and sweep; raise the first failure."""
+        while self._pending:
+            self._wait_oldest()
+        if self._syncer is None and self._unsynced:
+            keys, self._unsynced = self._unsynced, []
+            self._store.sync(keys)
+        else:
+            self._sweep()
+        for sweep in self._sweeps:
+            sweep.result()
+        self.close()
+
+    def close(self) -> None:
+        # Writes already handed over (at most WRITE_AHEAD_BYTES) still run after a failure, so
+        # every chunk registered as an intent gets its file unless the process dies; pending
+        # sweeps are dropped (nothing will be made visible).
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=False)
+        if self._syncer is not None:
+            self._syncer.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._syncer = None
+
+
+class Ingest:
+    """One ingest run; ``BlobChain.ingest`` makes one per call."""
+
+    def __init__(self, db: Database, store: BlobStore) -> None:
+        self.db = db
+        self.store = store
+        self._seen: set[str] = set()
+        self._writer = _Writer(store)
+
+    @property
+    def written_chunks(self) -> int:
+        return self._writer.written
+
+    @property
+    def written_bytes(self) -> int:
+        return self._writer.written_bytes
+
+    def run(
+        self,
+        source: BinaryIO | Iterable[bytes],
+        expected_length: int | None = None,
+        md5: bool = False,
+    ) -> StoredContent:
+        content = ChunkedContent(source, expected_length, md5)
+        builder = ManifestBuilder()
+        batch: dict[str, bytes] = {}
+        batch_bytes = 0
+        try:
+            for chunk in content:
+                builder.add(chunk.digest, len(chunk.data))
+                key = chunk.key
+                if key in self._seen or key in batch:
+                    continue
+                batch[key] = chunk.data
+                batch_bytes += len(chunk.data)
+                if len(batch) >= BATCH_CHUNKS or batch_bytes >= BATCH_BYTES:
+                    self._flush(batch, final=False)
+                    batch, batch_bytes = {}, 0
+            self._flush(batch, final=True)
+            self._writer.finish()
+        except BaseException:
+            self._writer.close()
+            raise
+        with self.db.write() as session:
+            catalog.create_manifest(session, builder, content.content_hash, utcnow())
+        return StoredContent(builder.hash, builder.size, content.content_hash, content.md5)
+
+    def _flush(self, batch: dict[str, bytes], final: bool) -> None:
+        if not batch:
+            return
+        keys = list(batch)
+        with self.db.read() as session:
+            refcounts = catalog.chunk_refcounts(session, keys)
+        new = {key: data for key, data in batch.items() if refcounts.get(key, 0) == 0}
+        if new:
+            with self.db.write() as session:
+                catalog.register_chunk_intents(
+                    session, {key: len(data) for key, data in new.items()}, utcnow()
+                )
+            if (
+                final
+                and self._writer.written == 0
+                and (len(new) == 1 or self.store.concurrency == 1)
+            ):
+                # A small content: one batch, no pool threads worth starting.
+                self._writer.write_inline(new)
+            else:
+                for key, data in new.items():
+                    self._writer.submit(key, data)
+        if len(self._seen) < SEEN_MAX:
+            self._seen.update(keys)
+
+
+__all__ = ["BATCH_BYTES", "BATCH_CHUNKS", "WRITE_AHEAD_BYTES", "Ingest", "StoredContent"]

@@ -1,0 +1,111 @@
+"""Helpers of the blob tests: a store decorator that records writes, and database peeks."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator, Sequence
+
+from sqlalchemy import func, select
+
+from oxidav.blobs import BlobStore
+from oxidav.blobs.store import READ_BLOCK
+from oxidav.db import Database
+from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+
+
+class RecordingStore:
+    """A real ``BlobStore`` decorator that remembers which keys were written and read."""
+
+    def __init__(self, inner: BlobStore) -> None:
+        self.inner = inner
+        self.puts: list[str] = []
+        self.put_bytes = 0
+        self.gets: list[str] = []
+        self.synced: list[str] = []
+        self._lock = threading.Lock()
+        self.fail_put_after: int | None = None
+        self.fail_sync = False
+
+    @property
+    def concurrency(self) -> int:
+        return self.inner.concurrency
+
+    def reset(self) -> None:
+        with self._lock:
+            self.puts.clear()
+            self.gets.clear()
+            self.synced.clear()
+            self.put_bytes = 0
+
+    def _record_put(self, key: str, data: bytes) -> None:
+        with self._lock:
+            if self.fail_put_after is not None and len(self.puts) >= self.fail_put_after:
+                raise OSError("disk on fire")
+            self.puts.append(key)
+            self.put_bytes += len(data)
+
+    def put(self, key: str, data: bytes) -> None:
+        self._record_put(key, data)
+        self.inner.put(key, data)
+
+    def put_unsynced(self, key: str, data: bytes) -> None:
+        self._record_put(key, data)
+        self.inner.put_unsynced(key, data)
+
+    def sync(self, keys: Sequence[str]) -> None:
+        if self.fail_sync:
+            raise OSError("fsync failed: EIO")
+        with self._lock:
+            self.synced.extend(keys)
+        self.inner.sync(keys)
+
+    def get(self, key: str) -> bytes:
+        with self._lock:
+            self.gets.append(key)
+        return self.inner.get(key)
+
+    def get_range(self, key: str, start: int, end: int, block: int = READ_BLOCK) -> Iterator[bytes]:
+        return self.inner.get_range(key, start, end, block)
+
+    def exists(self, key: str) -> bool:
+        return self.inner.exists(key)
+
+    def size(self, key: str) -> int:
+        return self.inner.size(key)
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def iter_keys(self) -> Iterator[str]:
+        return self.inner.iter_keys()
+
+    def health_check(self) -> None:
+        self.inner.health_check()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def random_bytes(n: int, seed: int = 1) -> bytes:
+    return random.Random(seed).randbytes(n)
+
+
+def pieces(data: bytes, size: int = 100_000) -> Iterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def chunk_refcounts(db: Database) -> dict[str, int]:
+    with db.read() as s:
+        return {row[0]: row[1] for row in s.execute(select(BlobChunk.hash, BlobChunk.refcount))}
+
+
+def manifest_count(db: Database) -> int:
+    with db.read() as s:
+        return s.execute(select(func.count()).select_from(BlobManifest)).scalar_one()
+
+
+def entry_count(db: Database) -> int:
+    with db.read() as s:
+        return s.execute(select(func.count()).select_from(BlobManifestChunk)).scalar_one()
