@@ -1,0 +1,134 @@
+"""One large file: PUT and GET throughput, peak RSS, and random 64 KiB Range GETs.
+
+oxidav vs WsgiDAV's FilesystemProvider, each in its own process: PUT a ``--mib`` MiB file of
+random bytes (streamed from disk by the client), GET it back (checked by SHA-256 against the
+source), then ``--ranges`` random 64 KiB Range GETs on one keep-alive connection (each checked
+against the source). Reported: MB/s, req/s and the server's peak RSS. Gate (issue 8): PUT >=
+1.0x and GET >= 2x the FilesystemProvider, ranges >= 1.0x, oxidav peak RSS <= 150 MB; exits 1
+otherwise.
+
+    python -m bench files_large [--mib 512] [--ranges 1000] [--db-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from bench._files_servers import Server, add_alice, filesystem_server, oxidav_env, oxidav_server
+
+BLOCK = 1 << 20
+RANGE = 64 * 1024
+
+
+def make_source(path: Path, mib: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("wb") as fh:
+        for _ in range(mib):
+            block = os.urandom(BLOCK)
+            digest.update(block)
+            fh.write(block)
+    return digest.hexdigest()
+
+
+def put(server: Server, source: Path) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    headers = {"Content-Length": str(source.stat().st_size)}
+    if server.auth:
+        headers["Authorization"] = server.auth
+    started = time.perf_counter()
+    with source.open("rb") as fh:
+        conn.request("PUT", server.base + "big.bin", body=fh, headers=headers)
+        response = conn.getresponse()
+        response.read()
+    elapsed = time.perf_counter() - started
+    conn.close()
+    if response.status not in (201, 204):
+        raise SystemExit(f"{server.name}: PUT answered {response.status}")
+    return source.stat().st_size / elapsed / 1e6
+
+
+def get(server: Server, expected: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    headers = {"Authorization": server.auth} if server.auth else {}
+    digest = hashlib.sha256()
+    size = 0
+    started = time.perf_counter()
+    conn.request("GET", server.base + "big.bin", headers=headers)
+    response = conn.getresponse()
+    while block := response.read(BLOCK):
+        digest.update(block)
+        size += len(block)
+    elapsed = time.perf_counter() - started
+    conn.close()
+    if response.status != 200 or digest.hexdigest() != expected:
+        raise SystemExit(f"{server.name}: GET returned different content")
+    return size / elapsed / 1e6
+
+
+def ranges(server: Server, source: Path, count: int) -> float:
+    size = source.stat().st_size
+    rng = random.Random(8)
+    offsets = [rng.randrange(0, size - RANGE) for _ in range(count)]
+    client = server.client()
+    started = time.perf_counter()
+    answers = []
+    for offset in offsets:
+        status, body, _ = client.request(
+            "GET", "big.bin", headers={"Range": f"bytes={offset}-{offset + RANGE - 1}"}
+        )
+        if status != 206:
+            raise SystemExit(f"{server.name}: Range GET answered {status}")
+        answers.append(hashlib.sha256(body).digest())
+    elapsed = time.perf_counter() - started
+    client.close()
+    with source.open("rb") as fh:
+        for offset, answer in zip(offsets, answers, strict=True):
+            fh.seek(offset)
+            if hashlib.sha256(fh.read(RANGE)).digest() != answer:
+                raise SystemExit(f"{server.name}: a Range GET returned different bytes")
+    return count / elapsed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench files_large")
+    parser.add_argument("--mib", type=int, default=512)
+    parser.add_argument("--ranges", type=int, default=1000)
+    parser.add_argument("--db-url", default=None, help="an empty PostgreSQL database (optional)")
+    args = parser.parse_args(argv)
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "source.bin"
+        expected = make_source(source, args.mib)
+        root = Path(tmp) / "fs"
+        root.mkdir()
+        env = oxidav_env(Path(tmp) / "oxidav", args.db_url)
+        add_alice(env)
+        for make in (lambda: filesystem_server(root), lambda: oxidav_server(env)):
+            with make() as server:
+                row = results[server.name] = {}
+                row["put"] = put(server, source)
+                row["get"] = get(server, expected)
+                row["ranges"] = ranges(server, source, args.ranges)
+                row["rss"] = server.rss_kb("VmHWM") / 1024
+    fs, ox = results["FilesystemProvider"], results["oxidav"]
+    print(f"| {args.mib} MiB | FilesystemProvider | oxidav | ratio |")
+    print("|---|---|---|---|")
+    for key, label in (("put", "PUT MB/s"), ("get", "GET MB/s"), ("ranges", "64 KiB ranges req/s")):
+        print(f"| {label} | {fs[key]:.0f} | {ox[key]:.0f} | {ox[key] / fs[key]:.2f} |")
+    print(f"| peak RSS MB | {fs['rss']:.0f} | {ox['rss']:.0f} | |")
+    ok = True
+    for key, target in (("put", 1.0), ("get", 2.0), ("ranges", 1.0)):
+        if ox[key] < target * fs[key]:
+            print(f"FAIL: {key} is {ox[key] / fs[key]:.2f}x the FilesystemProvider (< {target}x)")
+            ok = False
+    if ox["rss"] > 150:
+        print(f"FAIL: oxidav peak RSS {ox['rss']:.0f} MB > 150 MB")
+        ok = False
+    return 0 if ok else 1

@@ -1,0 +1,160 @@
+"""PROPFIND Depth:1 of folders of 500 and 5000 files: oxidav vs WsgiDAV's FilesystemProvider.
+
+Both servers hold the same folders (1 KiB files). For each folder and body (four named props:
+getetag, getlastmodified, getcontentlength, resourcetype; and allprop) one warm-up, then
+``--runs`` timed requests on one keep-alive connection; the median is reported, with the
+server's RSS before the series and its peak after. Both answers must list the same names with
+the same lengths. Gate (issue 8): oxidav's named-prop median is at most 0.25x the
+FilesystemProvider's for every folder, and the 5000-file listing grows oxidav's peak RSS by
+less than 50 MB; the run exits 1 otherwise.
+
+    python -m bench files_propfind [--sizes 500,5000] [--runs 10] [--db-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import unquote
+
+from lxml import etree
+
+from bench._files_servers import (
+    Server,
+    add_alice,
+    filesystem_server,
+    median_ms,
+    oxidav_env,
+    oxidav_server,
+)
+
+NAMED = (
+    b'<?xml version="1.0"?><d:propfind xmlns:d="DAV:"><d:prop><d:getetag/>'
+    b"<d:getlastmodified/><d:getcontentlength/><d:resourcetype/></d:prop></d:propfind>"
+)
+BODIES = {"named4": NAMED, "allprop": b""}
+CONTENT = b"x" * 1024
+
+
+def populate_filesystem(root: Path, sizes: list[int]) -> None:
+    for size in sizes:
+        folder = root / f"f{size}"
+        folder.mkdir(parents=True)
+        for i in range(size):
+            (folder / f"file{i:05d}.txt").write_bytes(CONTENT)
+
+
+def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
+    """Straight through the tree API (PUT speed is another benchmark)."""
+    from sqlalchemy import select
+
+    from oxidav.blobs import BlobChain
+    from oxidav.db import Database
+    from oxidav.db.models.users import User
+    from oxidav.settings import load_settings
+    from oxidav.tree import ensure_root, make_folder, write_file
+
+    settings = load_settings(env=env)
+    db = Database.from_url(settings.resolved_database_url)
+    chain = BlobChain.from_settings(settings, db)
+    with db.read() as session:
+        user_id = session.scalar(select(User.id).where(User.username == "alice"))
+    assert user_id is not None
+    ensure_root(db, user_id)
+    content = chain.ingest([CONTENT])
+    for size in sizes:
+        with db.write() as session:
+            make_folder(session, user_id, f"/f{size}")
+            for i in range(size):
+                write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", content)
+    chain.close()
+    db.dispose()
+
+
+def listing(body: bytes) -> dict[str, str]:
+    """``{name: getcontentlength}`` of the members of a Depth:1 multistatus."""
+    tree = etree.fromstring(body)
+    result = {}
+    for response in tree.iter("{DAV:}response"):
+        href = unquote(response.findtext("{DAV:}href") or "").rstrip("/")
+        length = response.findtext(".//{DAV:}getcontentlength") or ""
+        result[href.rsplit("/", 1)[-1]] = length
+    return result
+
+
+def measure(server: Server, folder: str, body: bytes, runs: int) -> tuple[float, int, int, bytes]:
+    client = server.client()
+    headers = {"Depth": "1", "Content-Type": "application/xml"}
+    status, answer, _ = client.request("PROPFIND", folder, body or None, headers)
+    assert status == 207, (server.name, status)
+    before = server.rss_kb()
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        status, answer, _ = client.request("PROPFIND", folder, body or None, headers)
+        samples.append(time.perf_counter() - started)
+        assert status == 207
+    client.close()
+    return median_ms(samples), before, server.rss_kb("VmHWM"), answer
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench files_propfind")
+    parser.add_argument("--sizes", default="500,5000")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--db-url", default=None, help="an empty PostgreSQL database (optional)")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results: dict[tuple[str, int, str], tuple[float, int, int]] = {}
+    answers: dict[tuple[str, int], dict[str, str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "fs"
+        populate_filesystem(root, sizes)
+        env = oxidav_env(Path(tmp) / "oxidav", args.db_url)
+        add_alice(env)
+        populate_oxidav(env, sizes)
+        for make in (lambda: filesystem_server(root), lambda: oxidav_server(env)):
+            with make() as server:
+                for size in sizes:
+                    for label, body in BODIES.items():
+                        ms, rss, peak, answer = measure(server, f"f{size}/", body, args.runs)
+                        results[(server.name, size, label)] = (ms, rss, peak)
+                        if label == "named4":
+                            answers[(server.name, size)] = listing(answer)
+    ok = True
+    print(
+        "| folder | body | FilesystemProvider ms | oxidav ms | ratio | oxidav RSS MB before/peak |"
+    )
+    print("|---|---|---|---|---|---|")
+    for size in sizes:
+        for label in BODIES:
+            fs_ms = results[("FilesystemProvider", size, label)][0]
+            ox_ms, rss, peak = results[("oxidav", size, label)]
+            print(
+                f"| {size} | {label} | {fs_ms:.0f} | {ox_ms:.0f} | {ox_ms / fs_ms:.2f} | "
+                f"{rss / 1024:.0f} → {peak / 1024:.0f} |"
+            )
+        fs_names = {k: v for k, v in answers[("FilesystemProvider", size)].items() if v}
+        ox_names = {k: v for k, v in answers[("oxidav", size)].items() if v}
+        if fs_names != ox_names or len(ox_names) != size:
+            print(f"DIFFERENT ANSWERS for the {size}-file folder")
+            ok = False
+        ratio = (
+            results[("oxidav", size, "named4")][0]
+            / results[("FilesystemProvider", size, "named4")][0]
+        )
+        if ratio > 0.25:
+            print(f"FAIL: named4 on {size} files is {ratio:.2f}x the FilesystemProvider (> 0.25x)")
+            ok = False
+    largest = max(sizes)
+    growth = max(
+        results[("oxidav", largest, label)][2] - results[("oxidav", largest, label)][1]
+        for label in BODIES
+    )
+    print(f"oxidav peak RSS growth on the {largest}-file listing: {growth / 1024:.1f} MB")
+    if growth > 50 * 1024:
+        print("FAIL: RSS growth of 50 MB or more")
+        ok = False
+    return 0 if ok else 1

@@ -1,0 +1,165 @@
+"""``FilesProvider``: every user's file tree over WebDAV (RFC 4918 class 1, 2 and 3).
+
+Mounted by oxidav at ``/remote.php/dav/files`` (the next path segment names the user) and at
+``/remote.php/webdav`` (the authenticated user's tree, Nextcloud's legacy URL). It works in
+any WsgiDAV configuration; ``examples/embed.py`` shows the smallest one::
+
+    chain = BlobChain.from_settings(settings, db)
+    config = {
+        "provider_mapping": {"/dav": FilesProvider(db, chain, user_from="auth")},
+        "lock_storage": DbLockStorage(db),
+        ...
+    }
+
+A request sees only the tree of the user it authenticated as: a path in another user's tree
+is not found (404), whatever the middleware in front. Paths are NFC-normalized and validated
+by ``oxidav.tree.names``, so neither ``..`` nor an encoded ``/`` leaves the user's root.
+Locks are keyed by the canonical ``…/files/<user>/<path>`` URL, so a lock taken through one
+mount is honoured through the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+from wsgidav.dav_provider import DAVProvider
+
+from oxidav.blobs import BlobChain
+from oxidav.db import Database
+from oxidav.providers.files_context import FilesBackend, Target
+from oxidav.providers.files_handlers import dispatch
+from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.files_resources import FileResource, FilesHome, FolderResource
+from oxidav.settings import Settings
+from oxidav.tree import InvalidName, normalize_path
+
+#: ``locate`` result for the collection above the users' homes (path mode only).
+HOME = "home"
+
+
+class FilesProvider(DAVProvider):  # type: ignore[misc]
+    """The files of every user, backed by ``oxidav.tree`` and the blob chain.
+
+    ``user_from="path"``: the first path segment below the mount names the user
+    (``/remote.php/dav/files/alice/…``). ``user_from="auth"``: the mount is the authenticated
+    user's root (``/remote.php/webdav/…``); ``canonical_share`` is then the share path of the
+    per-user mount, used for lock keys.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        chain: BlobChain,
+        *,
+        user_from: Literal["path", "auth"] = "path",
+        canonical_share: str | None = None,
+        default_quota_bytes: int = 0,
+        propfind_infinity_limit: int = 0,
+    ) -> None:
+        super().__init__()
+        self.backend = FilesBackend(
+            db,
+            chain,
+            default_quota_bytes=default_quota_bytes,
+            propfind_infinity_limit=propfind_infinity_limit,
+        )
+        self.user_from = user_from
+        self.canonical_share = canonical_share
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, db: Database, chain: BlobChain, **options: Any
+    ) -> FilesProvider:
+        return cls(
+            db,
+            chain,
+            default_quota_bytes=settings.default_quota_bytes,
+            propfind_infinity_limit=settings.propfind_infinity_limit,
+            **options,
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}(user_from={self.user_from!r})"
+
+    # -- mapping paths to trees -----------------------------------------------------------
+
+    def locate(self, path: str, environ: dict[str, Any]) -> Target | str | None:
+        """The tree place of a share-relative ``path``; ``HOME`` for the homes collection;
+        None if it is not the caller's or cannot name a node."""
+        user = environ.get("wsgidav.auth.user_name") or ""
+        if self.user_from == "path":
+            owner, _, rest = path.strip("/").partition("/")
+            if owner == "":
+                return HOME
+            if owner != user:
+                return None
+        else:
+            rest = path
+        if not user:
+            return None
+        try:
+            tree_path = normalize_path(rest)
+        except InvalidName:
+            return None
+        user_id = self.backend.user_id(user)
+        if user_id is None:
+            return None
+        return Target(user, user_id, tree_path)
+
+    def get_resource_inst(
+        self, path: str, environ: dict[str, Any]
+    ) -> FileResource | FolderResource | FilesHome | None:
+        target = self.locate(path, environ)
+        if target == HOME:
+            return FilesHome(path, environ)
+        if not isinstance(target, Target):
+            return None
+        node = self.backend.node(environ, target)
+        if node is None:
+            return None
+        cls = FolderResource if node.is_folder else FileResource
+        return cls(path, environ, target, node, None)
+
+    def exists(self, path: str, environ: dict[str, Any]) -> bool:
+        return self.get_resource_inst(path, environ) is not None
+
+    def is_collection(self, path: str, environ: dict[str, Any]) -> bool:
+        res = self.get_resource_inst(path, environ)
+        return res is not None and bool(res.is_collection)
+
+    def set_lock_manager(self, lock_manager: Any) -> None:
+        """Use the batched ``DbLockManager`` whenever the locks live in the database."""
+        storage = getattr(lock_manager, "storage", None)
+        if isinstance(storage, DbLockStorage):
+            lock_manager = storage.batched_manager()
+        super().set_lock_manager(lock_manager)
+
+    # -- lock keys ------------------------------------------------------------------------
+
+    def _ref_base(self) -> str:
+        return self.canonical_share if self.canonical_share is not None else self.share_path
+
+    def ref_url(self, target: Target, is_collection: bool) -> str:
+        """The canonical quoted URL of a node, the key of its locks."""
+        suffix = "/" if is_collection else ""
+        return quote(f"{self._ref_base()}/{target.username}{target.tree_path}{suffix}")
+
+    def ref_url_to_path(self, ref_url: str) -> str:
+        """Inverse of ``ref_url``: the share-relative path of this mount."""
+        path = unquote(ref_url)
+        base = self._ref_base()
+        if path.startswith(base):
+            path = path[len(base) :]
+        path = "/" + path.lstrip("/")
+        if self.user_from == "auth":
+            path = "/" + path.lstrip("/").partition("/")[2]
+        return path
+
+    # -- requests -------------------------------------------------------------------------
+
+    def custom_request_handler(
+        self, environ: dict[str, Any], start_response: Any, default_handler: Any
+    ) -> Iterable[bytes]:
+        return dispatch(self, environ, start_response, default_handler)

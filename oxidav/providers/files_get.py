@@ -1,0 +1,180 @@
+"""GET and HEAD of a file: streamed from its manifest, with conditionals and byte ranges.
+
+RFC 9110 §13 conditionals go through WsgiDAV's evaluation (304 / 412). Ranges follow §14: one
+satisfiable range gives a 206 with Content-Range; several give a ``multipart/byteranges`` body
+(§14.6), which WsgiDAV cannot produce (it serves only the first range); none satisfiable gives
+416 with ``Content-Range: bytes */size``; an invalid Range header, or one that fails If-Range,
+is ignored (200). The body is read chunk by chunk from the blob chain, so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+from wsgidav import util
+from wsgidav.dav_error import HTTP_RANGE_NOT_SATISFIABLE, DAVError
+
+from oxidav.providers.files_resources import FileResource
+
+BLOCK = 256 * 1024
+#: Overlapping ranges, or more than this many, are merged; if that leaves more than this many,
+#: the Range header is ignored (RFC 9110 §14.2 allows it), so a request cannot multiply work.
+MAX_RANGES = 64
+
+Range = tuple[int, int]  # first byte, last byte (inclusive)
+
+
+def parse_ranges(header: str, size: int) -> list[Range] | None:
+    """The satisfiable ranges of a ``Range: bytes=…`` header, in request order.
+
+    None means "ignore the header" (not a bytes range, or syntactically invalid); an empty list
+    means nothing is satisfiable (416).
+    """
+    unit, _, specs = header.partition("=")
+    if unit.strip().lower() != "bytes" or not specs.strip():
+        return None
+    ranges: list[Range] = []
+    for raw in specs.split(","):
+        spec = raw.strip()
+        if not spec:
+            continue
+        first, dash, last = spec.partition("-")
+        first, last = first.strip(), last.strip()
+        if not dash or not (first.isdigit() or (first == "" and last.isdigit())):
+            return None
+        if last and not last.isdigit():
+            return None
+        if first == "":
+            suffix = int(last)
+            if suffix > 0 and size > 0:
+                ranges.append((max(0, size - suffix), size - 1))
+            continue
+        start = int(first)
+        if last and int(last) < start:
+            return None
+        if start < size:
+            ranges.append((start, min(int(last), size - 1) if last else size - 1))
+    return _limit(ranges)
+
+
+def _limit(ranges: list[Range]) -> list[Range] | None:
+    ordered = sorted(ranges)
+    overlapping = any(b[0] <= a[1] + 1 for a, b in itertools.pairwise(ordered))
+    if len(ranges) <= MAX_RANGES and not overlapping:
+        return ranges
+    merged: list[Range] = []
+    for start, end in ordered:
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged if len(merged) <= MAX_RANGES else None
+
+
+def _if_range_holds(environ: dict[str, Any], res: FileResource) -> bool:
+    """RFC 9110 §13.1.5: serve the range only if the validator still matches."""
+    value = environ.get("HTTP_IF_RANGE")
+    if value is None:
+        return True
+    value = value.strip()
+    if value.startswith('"'):
+        return bool(value.strip('"') == res.get_etag())
+    stamp = util.parse_time_string(value)
+    return stamp is not None and int(res.get_last_modified()) == stamp
+
+
+def _stream(res: FileResource, ranges: list[Range]) -> Iterator[bytes]:
+    reader = res.get_content()
+    try:
+        for start, end in ranges:
+            if hasattr(reader, "iter_range"):
+                yield from reader.iter_range(start, end + 1, BLOCK)
+            else:
+                reader.seek(start)
+                yield reader.read(end + 1 - start)
+    finally:
+        reader.close()
+
+
+def _multipart(res: FileResource, ranges: list[Range], boundary: str) -> Iterator[bytes]:
+    for start, end, head in _part_heads(res, ranges, boundary):
+        yield head
+        yield from _stream(res, [(start, end)])
+        yield b"\r\n"
+    yield f"--{boundary}--\r\n".encode("ascii")
+
+
+def _part_heads(
+    res: FileResource, ranges: list[Range], boundary: str
+) -> list[tuple[int, int, bytes]]:
+    size = res.get_content_length()
+    return [
+        (
+            start,
+            end,
+            (
+                f"--{boundary}\r\nContent-Type: {res.get_content_type()}\r\n"
+                f"Content-Range: bytes {start}-{end}/{size}\r\n\r\n"
+            ).encode(),
+        )
+        for start, end in ranges
+    ]
+
+
+def send_file(
+    server: Any, environ: dict[str, Any], start_response: Any, res: FileResource, *, head: bool
+) -> Iterator[bytes]:
+    """Answer GET / HEAD for ``res`` (a generator, as WsgiDAV's handlers are)."""
+    server._evaluate_if_headers(res, environ)
+    size = res.get_content_length()
+    headers = [
+        ("Content-Type", res.get_content_type()),
+        ("Last-Modified", util.get_rfc1123_time(res.get_last_modified())),
+        ("ETag", f'"{res.get_etag()}"'),
+        ("Accept-Ranges", "bytes"),
+        ("Date", util.get_rfc1123_time()),
+    ]
+    ranges = None
+    if "HTTP_RANGE" in environ and size > 0 and _if_range_holds(environ, res):
+        ranges = parse_ranges(environ["HTTP_RANGE"], size)
+        if ranges == []:
+            raise DAVError(
+                HTTP_RANGE_NOT_SATISFIABLE,
+                add_headers=[("Content-Range", f"bytes */{size}")],
+            )
+    res.finalize_headers(environ, headers)
+    if not ranges:
+        start_response("200 OK", [*headers, ("Content-Length", str(size))])
+        if not head and size > 0:
+            yield from _stream(res, [(0, size - 1)])
+        return
+    if len(ranges) == 1:
+        start, end = ranges[0]
+        start_response(
+            "206 Partial Content",
+            [
+                *headers,
+                ("Content-Length", str(end + 1 - start)),
+                ("Content-Range", f"bytes {start}-{end}/{size}"),
+            ],
+        )
+        if not head:
+            yield from _stream(res, ranges)
+        return
+    boundary = secrets.token_hex(16)
+    length = sum(len(h) + e + 1 - s + 2 for s, e, h in _part_heads(res, ranges, boundary))
+    length += len(f"--{boundary}--\r\n")
+    multipart = [(k, v) for k, v in headers if k != "Content-Type"]
+    start_response(
+        "206 Partial Content",
+        [
+            *multipart,
+            ("Content-Type", f"multipart/byteranges; boundary={boundary}"),
+            ("Content-Length", str(length)),
+        ],
+    )
+    if not head:
+        yield from _multipart(res, ranges, boundary)

@@ -1,0 +1,169 @@
+"""``DbLockStorage``: WsgiDAV's ``LockStorage`` interface on the ``dav_locks`` table, and
+``DbLockManager``, WsgiDAV's ``LockManager`` with batched checks.
+
+With the storage, every oxidav process sees the same locks (RFC 4918 §6; WsgiDAV keeps them in
+process memory by default). Mount it with ``"lock_storage": DbLockStorage(db)`` in a WsgiDAV
+config. WsgiDAV's manager checks a write by asking the storage once per ancestor URL, several
+times per request (a PUT costs a dozen queries); ``DbLockManager`` asks once, for all
+ancestors together, and the files provider installs it over a ``DbLockStorage`` by itself.
+
+WsgiDAV's ``LockManager`` checks for conflicts and then calls ``create``; between two processes
+that check could race, so ``create`` repeats the conflict rules of
+``LockManager._check_lock_permission`` inside one serialized transaction (``BEGIN IMMEDIATE``
+on SQLite, a transaction-scoped advisory lock on PostgreSQL) and raises 423 on a conflict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+from wsgidav.dav_error import (
+    HTTP_LOCKED,
+    DAVError,
+    DAVErrorCondition,
+    PRECONDITION_CODE_LockConflict,
+)
+from wsgidav.lock_man.lock_manager import LockManager
+
+from oxidav.db import Database
+from oxidav.tree import locks as rows
+
+#: Key of the PostgreSQL advisory lock that serializes lock creation ("oxiL").
+_ADVISORY_KEY = 0x6F78694C
+
+
+def _ancestors(root: str) -> list[str]:
+    """``"/a/b"`` -> ``["/a/b", "/a", "/"]``."""
+    result = [root]
+    while root != "/":
+        root = "/" + root.strip("/").rpartition("/")[0]
+        result.append(root)
+    return result
+
+
+class DbLockStorage:
+    """Lock storage in the database (``open``/``close`` are no-ops; the engine is shared)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.db.engine.url.render_as_string()!r})"
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        """Purge expired locks."""
+        with self.db.write() as session:
+            rows.delete_expired(session)
+
+    def clear(self) -> None:
+        """Delete every lock."""
+        with self.db.write() as session:
+            rows.delete_locks(session, "/", recursive=True)
+
+    def get(self, token: str) -> dict[str, Any] | None:
+        with self.db.read() as session:
+            return rows.get_lock(session, token)
+
+    def create(self, path: str, lock: dict[str, Any]) -> dict[str, Any]:
+        root = rows.normalize_root(path)
+        with self.db.write() as session:
+            self._serialize(session)
+            self._check_conflicts(session, root, lock["scope"], lock["depth"])
+            return rows.create_lock(session, root, lock)
+
+    def refresh(self, token: str, *, timeout: float | None) -> dict[str, Any]:
+        with self.db.write() as session:
+            lock = rows.refresh_lock(session, token, timeout)
+        if lock is None:
+            raise ValueError(f"no such lock {token!r}")
+        return lock
+
+    def delete(self, token: str) -> bool:
+        with self.db.write() as session:
+            return rows.delete_lock(session, token)
+
+    def get_lock_list(
+        self, path: str, *, include_root: bool, include_children: bool, token_only: bool
+    ) -> list[Any]:
+        with self.db.read() as session:
+            locks = rows.list_locks(
+                session, path, include_root=include_root, include_children=include_children
+            )
+        return [lock["token"] for lock in locks] if token_only else locks
+
+    def locks_at(self, roots: list[str], below: str | None = None) -> list[dict[str, Any]]:
+        """Live locks rooted at any of ``roots`` (normalized), plus those strictly below
+        ``below``, in one query."""
+        with self.db.read() as session:
+            return rows.list_locks_at(session, roots, below)
+
+    def batched_manager(self) -> DbLockManager:
+        """The one ``DbLockManager`` of this storage (shared by every provider using it)."""
+        manager = getattr(self, "_manager", None)
+        if manager is None:
+            manager = self._manager = DbLockManager(self)
+        return manager
+
+    def _serialize(self, session: Session) -> None:
+        if not self.db.is_sqlite:
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_KEY})
+
+    @staticmethod
+    def _check_conflicts(session: Session, root: str, scope: str, depth: str) -> None:
+        """The rules of RFC 4918 §6.1 / ``LockManager._check_lock_permission``."""
+        condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+        for url in _ancestors(root):
+            for other in rows.list_locks(session, url, include_root=True, include_children=False):
+                if url != root and other["depth"] != "infinity":
+                    continue
+                if other["scope"] == "shared" and scope == "shared":
+                    continue
+                condition.add_href(other["root"])
+        if depth == "infinity":
+            for other in rows.list_locks(session, root, include_root=False, include_children=True):
+                condition.add_href(other["root"])
+        if condition.hrefs:
+            raise DAVError(HTTP_LOCKED, err_condition=condition)
+
+
+class DbLockManager(LockManager):  # type: ignore[misc]
+    """WsgiDAV's lock manager, with the write checks and the If-header lock list answered by
+    one query for all ancestors (same rules as ``LockManager._get_write_conflicts``)."""
+
+    storage: DbLockStorage
+
+    def _get_write_conflicts(
+        self, url: str, depth: str, token_list: list[str], principal: str
+    ) -> DAVErrorCondition:
+        """Locks on ``url``, depth-infinity locks on its ancestors and, for a depth-infinity
+        write, locks below it conflict unless the principal owns them and sent their token."""
+        root = rows.normalize_root(url)
+        above = _ancestors(root)
+        condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+        below = root if depth == "infinity" else None
+        for lock in self.storage.locks_at(above, below):
+            if lock["root"] in above and lock["root"] != root and lock["depth"] != "infinity":
+                continue
+            if principal == lock["principal"] and lock["token"] in token_list:
+                continue
+            condition.add_href(lock["root"])
+        return condition
+
+    def get_indirect_url_lock_list(
+        self, url: str, *, principal: str | None = None
+    ) -> list[dict[str, Any]]:
+        root = rows.normalize_root(url)
+        return [
+            lock
+            for lock in self.storage.locks_at(_ancestors(root))
+            if (lock["root"] == root or lock["depth"] == "infinity")
+            and (principal is None or principal == lock["principal"])
+        ]

@@ -1,0 +1,180 @@
+"""PUT of a file (RFC 9110 §9.3.4, RFC 4918 §9.7): streamed into the blob chain, then committed.
+
+WsgiDAV's own PUT creates an empty file before reading the body, commits a body shorter than
+Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). This handler:
+
+1. evaluates the preconditions first: If-Match on a missing target is 412; If-None-Match: * on
+   an existing one is 412 (§13.1.1, §13.1.2); locks are checked like WsgiDAV does;
+2. refuses a declared length that exceeds the quota with 507 before reading the body;
+3. streams the body into ``BlobChain.ingest`` with the declared length (chunked bodies have
+   none), so a short body raises and no manifest becomes visible;
+4. commits the node row in one transaction that re-checks the preconditions and the quota and
+   takes the content reference (``oxidav.tree.write_file``).
+
+Nothing is created before step 4, so a failure at any point leaves the previous version — or
+no file at all, never an empty placeholder.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from wsgidav import util
+from wsgidav.dav_error import (
+    HTTP_BAD_REQUEST,
+    HTTP_CONFLICT,
+    HTTP_CREATED,
+    HTTP_METHOD_NOT_ALLOWED,
+    HTTP_NO_CONTENT,
+    HTTP_NOT_FOUND,
+    HTTP_NOT_IMPLEMENTED,
+    HTTP_PRECONDITION_FAILED,
+    DAVError,
+)
+
+from oxidav.blobs import IncompleteContentError
+from oxidav.providers.files_context import (
+    ENVIRON_NODE,
+    Target,
+    dav_error,
+    forget,
+)
+from oxidav.tree import QuotaExceeded, TreeError, write_file
+from oxidav.tree.names import parent_path
+
+BLOCK = 256 * 1024
+#: Bodies declared longer than this are checked against the quota before they are read;
+#: every write is checked again when it commits.
+QUOTA_PRECHECK = 1 << 20
+_CHECKSUM = re.compile(r"^[A-Za-z0-9]+:[0-9A-Fa-f]+$")
+
+
+def _content_length(environ: dict[str, Any]) -> int | None:
+    raw = environ.get("CONTENT_LENGTH", "").strip()
+    if raw == "":
+        if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return None
+        return 0
+    if not raw.isdigit():
+        raise DAVError(HTTP_BAD_REQUEST, "invalid Content-Length")
+    return int(raw)
+
+
+def _mtime(environ: dict[str, Any]) -> datetime | None:
+    """Nextcloud's X-OC-Mtime: seconds since the epoch (integer or decimal)."""
+    raw = environ.get("HTTP_X_OC_MTIME")
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw.strip())
+        return datetime.fromtimestamp(seconds, UTC)
+    except (ValueError, OverflowError, OSError):
+        raise DAVError(HTTP_BAD_REQUEST, "invalid X-OC-Mtime") from None
+
+
+def _checksum(environ: dict[str, Any]) -> str | None:
+    raw = environ.get("HTTP_OC_CHECKSUM", "").strip()
+    return raw if _CHECKSUM.match(raw) else None
+
+
+def _body(environ: dict[str, Any], length: int | None) -> Any:
+    """The request body as pieces, never reading past the declared length."""
+    stream = environ["wsgi.input"]
+    remaining = length
+    while remaining is None or remaining > 0:
+        data = stream.read(BLOCK if remaining is None else min(BLOCK, remaining))
+        if not data:
+            break
+        if remaining is not None:
+            remaining -= len(data)
+        yield data
+    environ["wsgidav.all_input_read"] = 1
+
+
+def handle_put(
+    provider: Any, server: Any, environ: dict[str, Any], start_response: Any
+) -> list[bytes]:
+    path = environ["PATH_INFO"]
+    target = provider.locate(path, environ)
+    if not isinstance(target, Target):
+        raise DAVError(HTTP_NOT_FOUND if target is None else HTTP_METHOD_NOT_ALLOWED)
+    if "HTTP_CONTENT_ENCODING" in environ:
+        raise DAVError(HTTP_NOT_IMPLEMENTED, "Content-Encoding is not supported")
+    if "HTTP_CONTENT_RANGE" in environ:
+        raise DAVError(HTTP_BAD_REQUEST, "Content-Range is not allowed on PUT")
+    if target.tree_path:
+        provider.backend.prefetch(
+            environ, target, [target.tree_path, parent_path(target.tree_path)]
+        )
+    res = provider.get_resource_inst(path, environ)
+    if res is not None and res.is_collection:
+        raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
+    parent = provider.get_resource_inst(util.get_uri_parent(path), environ)
+    if target.tree_path == "" or parent is None or not parent.is_collection:
+        raise DAVError(HTTP_CONFLICT, "the parent must be an existing collection")
+
+    if res is None and "HTTP_IF_MATCH" in environ:
+        raise DAVError(HTTP_PRECONDITION_FAILED, "If-Match on a missing resource")
+    server._evaluate_if_headers(res, environ)
+    require_etag = res.get_etag() if res is not None and "HTTP_IF_MATCH" in environ else None
+    require_absent = res is None and environ.get("HTTP_IF_NONE_MATCH", "").strip() == "*"
+    server._check_write_permission(res if res is not None else parent, "0", environ)
+
+    length = _content_length(environ)
+    mtime = _mtime(environ)
+    backend = provider.backend
+    if length is not None and length > QUOTA_PRECHECK:
+        _used, available = backend.quota(environ, target.user_id)
+        growth = length - (res.get_content_length() if res is not None else 0)
+        if available is not None and growth > available:
+            raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
+
+    ref_url = provider.ref_url(target, False)
+    lock_manager = provider.lock_manager
+    try:
+        if lock_manager is None:
+            stored = _ingest(backend, environ, length)
+        else:
+            with lock_manager.write_transaction(
+                url=ref_url,
+                token_list=environ["wsgidav.ifLockTokenList"],
+                principal=environ["wsgidav.user_name"],
+            ):
+                stored = _ingest(backend, environ, length)
+        with backend.db.write() as session:
+            result = write_file(
+                session,
+                backend.chain,
+                target.user_id,
+                target.tree_path,
+                stored,
+                mtime=mtime,
+                checksums=_checksum(environ),
+                require_etag=require_etag,
+                require_absent=require_absent,
+                default_quota_bytes=backend.default_quota_bytes,
+            )
+    except TreeError as exc:
+        raise dav_error(exc) from None
+    forget(environ)
+    environ[ENVIRON_NODE] = result.node
+    headers = [("ETag", f'"{result.node.etag}"')]
+    if mtime is not None:
+        headers.append(("X-OC-MTime", "accepted"))
+    status = HTTP_CREATED if result.created else HTTP_NO_CONTENT
+    sent: list[bytes] = util.send_status_response(
+        environ, start_response, status, add_headers=headers
+    )
+    return sent
+
+
+def _ingest(backend: Any, environ: dict[str, Any], length: int | None) -> Any:
+    if length == 0:
+        environ["wsgidav.all_input_read"] = 1
+        return None
+    try:
+        return backend.chain.ingest(_body(environ, length), expected_length=length)
+    except IncompleteContentError as exc:
+        raise DAVError(HTTP_BAD_REQUEST, f"incomplete body: {exc}") from None

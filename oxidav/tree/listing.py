@@ -1,0 +1,56 @@
+"""Listing a folder (one keyset query per page) and walking a subtree (one range query).
+
+Children are ordered by name, compared byte-wise on both backends; a page continues after the
+last name of the previous one (keyset pagination over the ``(parent_id, name)`` index), so the
+cost of a page does not grow with its offset.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from oxidav.db.models.tree import Node
+from oxidav.tree.names import subtree_bounds
+from oxidav.tree.nodes import select_live
+from oxidav.tree.types import NodeInfo
+
+
+def list_children(
+    session: Session, folder_id: int, *, after: str | None = None, limit: int | None = None
+) -> list[NodeInfo]:
+    """The live children of ``folder_id`` ordered by name, starting after ``after``."""
+    stmt = select_live().where(Node.parent_id == folder_id)
+    if after is not None:
+        stmt = stmt.where(Node.name > after)
+    stmt = stmt.order_by(Node.name)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return [NodeInfo.from_row(row) for row in session.execute(stmt)]
+
+
+def list_subtree(session: Session, user_id: int, path: str) -> list[NodeInfo]:
+    """All live strict descendants of ``path``, every folder before its members."""
+    lo, hi = subtree_bounds(path)
+    stmt = (
+        select_live()
+        .where(Node.user_id == user_id, Node.path >= lo, Node.path < hi)
+        .order_by(Node.path)
+    )
+    return [NodeInfo.from_row(row) for row in session.execute(stmt)]
+
+
+def count_subtree(session: Session, user_id: int, path: str) -> int:
+    """How many live nodes are strictly below ``path``."""
+    lo, hi = subtree_bounds(path)
+    stmt = (
+        select(func.count())
+        .select_from(Node)
+        .where(
+            Node.user_id == user_id,
+            Node.trashed_at.is_(None),
+            Node.path >= lo,
+            Node.path < hi,
+        )
+    )
+    return int(session.scalar(stmt) or 0)

@@ -1,0 +1,151 @@
+"""WebDAV locks (RFC 4918 §6) as rows, in WsgiDAV's lock dictionary shape.
+
+These functions are the storage under ``oxidav.providers.files_locks`` (WsgiDAV's
+``LockStorage`` interface) and are also used directly where a tree operation must drop locks in
+its own transaction (DELETE and MOVE remove the locks of the source, §9.6.1 and §9.9.1). Lock
+roots are normalized URLs without a trailing slash; the locks below a root are one range query.
+Expired locks are never returned and are deleted whenever a lock is created.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from sqlalchemy import ColumnElement, delete, or_, select, update
+from sqlalchemy.orm import Session
+
+from oxidav.db.models.tree import DavLock
+
+DEFAULT_TIMEOUT = 604800.0
+MAX_TIMEOUT = 4 * 604800.0
+
+LockDict = dict[str, Any]
+
+
+def normalize_root(root: str) -> str:
+    """``"/a/b/"`` -> ``"/a/b"``; ``""`` -> ``"/"`` (WsgiDAV's normalize_lock_root)."""
+    return "/" + root.strip("/")
+
+
+def _clamp(timeout: float | None) -> float:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if timeout < 0 or timeout > MAX_TIMEOUT:
+        return MAX_TIMEOUT
+    return float(timeout)
+
+
+def _as_dict(lock: DavLock) -> LockDict:
+    return {
+        "token": lock.token,
+        "root": lock.root,
+        "type": lock.lock_type,
+        "scope": lock.scope,
+        "depth": lock.depth,
+        "owner": lock.owner,
+        "timeout": lock.timeout,
+        "expire": lock.expire,
+        "principal": lock.principal,
+    }
+
+
+def _alive(now: float) -> ColumnElement[bool]:
+    return or_(DavLock.expire < 0, DavLock.expire >= now)
+
+
+def _below(root: str) -> ColumnElement[bool]:
+    prefix = "/" if root == "/" else root + "/"
+    upper = prefix[:-1] + "0"
+    return (DavLock.root >= prefix) & (DavLock.root < upper)
+
+
+def create_lock(session: Session, root: str, lock: LockDict) -> LockDict:
+    """Store a new lock at ``root``; fills in root, timeout, expire and token (like WsgiDAV)."""
+    now = time.time()
+    session.execute(delete(DavLock).where(DavLock.expire >= 0, DavLock.expire < now))
+    timeout = _clamp(lock.get("timeout"))
+    row = DavLock(
+        token="opaquelocktoken:" + hex(secrets.randbits(256)),
+        root=normalize_root(root),
+        lock_type=lock.get("type", "write"),
+        scope=lock["scope"],
+        depth=lock["depth"],
+        owner=lock.get("owner") or b"",
+        timeout=timeout,
+        expire=now + timeout,
+        principal=lock.get("principal") or "",
+    )
+    session.add(row)
+    session.flush()
+    lock.update(_as_dict(row))
+    return lock
+
+
+def get_lock(session: Session, token: str) -> LockDict | None:
+    """The lock with ``token`` unless it does not exist or has expired."""
+    row = session.scalar(select(DavLock).where(DavLock.token == token, _alive(time.time())))
+    return None if row is None else _as_dict(row)
+
+
+def refresh_lock(session: Session, token: str, timeout: float | None) -> LockDict | None:
+    """Give a live lock a new timeout (§9.10.2); None if it is gone."""
+    timeout = _clamp(timeout)
+    now = time.time()
+    session.execute(
+        update(DavLock)
+        .where(DavLock.token == token, _alive(now))
+        .values(timeout=timeout, expire=now + timeout)
+    )
+    return get_lock(session, token)
+
+
+def delete_lock(session: Session, token: str) -> bool:
+    result = session.execute(delete(DavLock).where(DavLock.token == token))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def list_locks(
+    session: Session, root: str, *, include_root: bool, include_children: bool
+) -> list[LockDict]:
+    """Live locks whose root is ``root`` and/or below it."""
+    root = normalize_root(root)
+    conditions = []
+    if include_root:
+        conditions.append(DavLock.root == root)
+    if include_children:
+        conditions.append(_below(root))
+    if not conditions:
+        return []
+    rows = session.scalars(
+        select(DavLock).where(or_(*conditions), _alive(time.time())).order_by(DavLock.created_at)
+    )
+    return [_as_dict(row) for row in rows]
+
+
+def list_locks_at(session: Session, roots: list[str], below: str | None = None) -> list[LockDict]:
+    """Live locks rooted at one of ``roots``, or strictly below ``below`` (one query)."""
+    condition: ColumnElement[bool] = DavLock.root.in_(roots)
+    if below is not None:
+        condition = or_(condition, _below(normalize_root(below)))
+    rows = session.scalars(
+        select(DavLock).where(condition, _alive(time.time())).order_by(DavLock.created_at)
+    )
+    return [_as_dict(row) for row in rows]
+
+
+def delete_locks(session: Session, root: str, *, recursive: bool = True) -> int:
+    """Drop the locks rooted at ``root`` (and below it if ``recursive``)."""
+    root = normalize_root(root)
+    condition = DavLock.root == root
+    if recursive:
+        condition = or_(condition, _below(root))
+    result = session.execute(delete(DavLock).where(condition))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def delete_expired(session: Session) -> int:
+    now = time.time()
+    result = session.execute(delete(DavLock).where(DavLock.expire >= 0, DavLock.expire < now))
+    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,107 @@
+"""DELETE moves a node and its subtree to the trash; purging drops the rows and their content.
+
+Trashing marks every live row of the subtree with ``trashed_at`` and ``trash_root_id`` (the
+deleted node) in one UPDATE and subtracts the subtree's size from the ancestors; the trash
+still references the content, so nothing is decref'd until the purge. A node trashed on its
+own earlier keeps its own trash root, so restoring or purging one never touches the other.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from oxidav.db import Database, utcnow
+from oxidav.db.models.tree import Node
+from oxidav.tree.errors import Forbidden, NotFound
+from oxidav.tree.names import parent_path, subtree_bounds
+from oxidav.tree.nodes import lock_tree, propagate, resolve
+from oxidav.tree.types import ContentRefs, NodeInfo
+
+
+def trash_node(
+    session: Session, user_id: int, path: str, *, now: datetime | None = None
+) -> NodeInfo:
+    """Move the live node at ``path`` (and everything below it) to the trash."""
+    lock_tree(session, user_id)
+    node = resolve(session, user_id, path)
+    if node is None:
+        raise NotFound(path)
+    if node.parent_id is None:
+        raise Forbidden("the root folder cannot be deleted")
+    now = now or utcnow()
+    lo, hi = subtree_bounds(path)
+    session.execute(
+        update(Node)
+        .where(
+            Node.user_id == user_id,
+            Node.trashed_at.is_(None),
+            or_(Node.id == node.id, (Node.path >= lo) & (Node.path < hi)),
+        )
+        .values(trashed_at=now, trash_root_id=node.id)
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(Node)
+        .where(Node.id == node.id)
+        .values(original_parent_id=node.parent_id, original_path=path)
+        .execution_options(synchronize_session=False)
+    )
+    propagate(session, user_id, parent_path(path), -node.size, now)
+    return node
+
+
+def _drop_rows(session: Session, refs: ContentRefs, condition: object) -> int:
+    counts = session.execute(
+        select(Node.manifest_hash, func.count())
+        .where(condition, Node.manifest_hash.is_not(None))  # type: ignore[arg-type]
+        .group_by(Node.manifest_hash)
+    ).all()
+    for manifest_hash, n in counts:
+        refs.decref(session, str(manifest_hash), int(n))
+    result = session.execute(
+        delete(Node).where(condition).execution_options(synchronize_session=False)  # type: ignore[arg-type]
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def purge(session: Session, refs: ContentRefs, trash_root_id: int) -> int:
+    """Delete the rows trashed together with ``trash_root_id``; drop their content references."""
+    return _drop_rows(session, refs, Node.trash_root_id == trash_root_id)
+
+
+def delete_live_file(session: Session, refs: ContentRefs, user_id: int, path: str) -> None:
+    """Remove a live file without trashing it (undoing a LOCK's empty-file creation)."""
+    lock_tree(session, user_id)
+    node = resolve(session, user_id, path)
+    if node is None or node.is_folder:
+        return
+    _drop_rows(session, refs, Node.id == node.id)
+    propagate(session, user_id, parent_path(path), -node.size)
+
+
+def list_trash(session: Session, user_id: int) -> list[tuple[int, str, datetime | None]]:
+    """The user's trash roots: ``(node id, original path, trashed at)``, newest first."""
+    rows = session.execute(
+        select(Node.id, Node.original_path, Node.trashed_at)
+        .where(Node.user_id == user_id, Node.trash_root_id == Node.id)
+        .order_by(Node.trashed_at.desc())
+    ).all()
+    return [(int(i), str(p), t) for i, p, t in rows]
+
+
+def purge_trashed_before(db: Database, refs: ContentRefs, cutoff: datetime) -> int:
+    """Purge every trash root trashed before ``cutoff`` (one transaction each); return how many."""
+    with db.read() as session:
+        roots = session.execute(
+            select(Node.id, Node.user_id).where(
+                Node.trash_root_id == Node.id, Node.trashed_at < cutoff
+            )
+        ).all()
+    for node_id, user_id in roots:
+        with db.write() as session:
+            lock_tree(session, user_id)
+            purge(session, refs, node_id)
+    return len(roots)

@@ -1,0 +1,160 @@
+"""Creating folders and writing file versions, each in the caller's (one) transaction.
+
+``write_file`` records a content version that the blob chain has already made durable
+(``BlobChain.ingest``): it takes a reference on the new manifest and drops the one on the old
+version in the same transaction as the node row changes, so a version is visible exactly when
+it is referenced, and a crash or a failed precondition leaves the previous version (or no file)
+— never a half-written one. Preconditions observed at the start of a request are re-checked
+here, under the tree lock, so a concurrent writer cannot slip in between.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
+
+from oxidav.db import utcnow
+from oxidav.db.models.tree import Node
+from oxidav.tree.errors import AlreadyExists, Conflict, IsAFolder, PreconditionFailed
+from oxidav.tree.names import base_name, parent_path
+from oxidav.tree.nodes import (
+    FOLDER_MIME,
+    child,
+    lock_tree,
+    new_etag,
+    propagate,
+    resolve,
+    resolve_many,
+)
+from oxidav.tree.quota import check_quota
+from oxidav.tree.types import NODE_COLUMNS, ContentFacts, ContentRefs, NodeInfo
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    node: NodeInfo
+    created: bool
+
+
+def guess_mime_type(name: str) -> str:
+    """The MIME type of a file, from its name (as Nextcloud does; client types are ignored)."""
+    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def parent_folder(session: Session, user_id: int, path: str) -> NodeInfo:
+    """The live folder that is or would be the parent of ``path``; 409 otherwise."""
+    parent = resolve(session, user_id, parent_path(path))
+    if parent is None or not parent.is_folder:
+        raise Conflict(f"the parent of {path!r} is not an existing folder")
+    return parent
+
+
+def insert_node(session: Session, values: dict[str, object]) -> NodeInfo:
+    row = session.execute(insert(Node).values(**values).returning(*NODE_COLUMNS)).one()
+    return NodeInfo.from_row(row)
+
+
+def make_folder(
+    session: Session, user_id: int, path: str, *, mtime: datetime | None = None
+) -> NodeInfo:
+    """MKCOL (RFC 4918 §9.3): create an empty folder at ``path``."""
+    lock_tree(session, user_id)
+    parent = parent_folder(session, user_id, path)
+    name = base_name(path)
+    if child(session, parent.id, name) is not None:
+        raise AlreadyExists(f"{path!r} already exists")
+    now = utcnow()
+    node = insert_node(
+        session,
+        {
+            "user_id": user_id,
+            "parent_id": parent.id,
+            "name": name,
+            "path": path,
+            "is_folder": True,
+            "size": 0,
+            "mtime": mtime or now,
+            "created_at": now,
+            "etag": new_etag(),
+            "mime_type": FOLDER_MIME,
+        },
+    )
+    propagate(session, user_id, parent.path, 0, now)
+    return node
+
+
+def write_file(
+    session: Session,
+    refs: ContentRefs,
+    user_id: int,
+    path: str,
+    content: ContentFacts | None,
+    *,
+    mtime: datetime | None = None,
+    checksums: str | None = None,
+    require_etag: str | None = None,
+    require_absent: bool = False,
+    default_quota_bytes: int = 0,
+) -> WriteResult:
+    """Make ``content`` (None: the empty content) the current version of the file at ``path``.
+
+    ``require_etag``: the file must still exist with this etag (If-Match, RFC 9110 §13.1.1).
+    ``require_absent``: the file must still not exist (If-None-Match: *, §13.1.2).
+    """
+    root = lock_tree(session, user_id)
+    found = resolve_many(session, user_id, [parent_path(path), path])
+    parent = found.get(parent_path(path))
+    if parent is None or not parent.is_folder:
+        raise Conflict(f"the parent of {path!r} is not an existing folder")
+    name = base_name(path)
+    existing = found.get(path)
+    if existing is not None and existing.is_folder:
+        raise IsAFolder(f"{path!r} is a folder")
+    if require_absent and existing is not None:
+        raise PreconditionFailed(f"{path!r} exists")
+    if require_etag is not None and (existing is None or existing.etag != require_etag):
+        raise PreconditionFailed(f"{path!r} changed")
+    size = content.size if content is not None else 0
+    delta = size - (existing.size if existing is not None else 0)
+    if delta > 0:
+        check_quota(session, user_id, root.size + delta, default_quota_bytes)
+    now = utcnow()
+    values: dict[str, object] = {
+        "size": size,
+        "mtime": mtime or now,
+        "etag": new_etag(),
+        "manifest_hash": content.manifest_hash if content is not None else None,
+        "content_hash": content.content_hash if content is not None else None,
+        "mime_type": guess_mime_type(name),
+        "checksums": checksums,
+    }
+    if content is not None:
+        refs.incref(session, content.manifest_hash)
+    if existing is None:
+        values.update(
+            user_id=user_id,
+            parent_id=parent.id,
+            name=name,
+            path=path,
+            is_folder=False,
+            created_at=now,
+        )
+        node = insert_node(session, values)
+    else:
+        if existing.manifest_hash is not None:
+            refs.decref(session, existing.manifest_hash)
+        row = session.execute(
+            update(Node).where(Node.id == existing.id).values(**values).returning(*NODE_COLUMNS)
+        ).one()
+        node = NodeInfo.from_row(row)
+    propagate(session, user_id, parent.path, delta, now)
+    return WriteResult(node, existing is None)
+
+
+def set_mtime(session: Session, node_id: int, mtime: datetime) -> None:
+    """Set a node's modification time (X-OC-Mtime, PROPPATCH of getlastmodified)."""
+    session.execute(update(Node).where(Node.id == node_id).values(mtime=mtime))

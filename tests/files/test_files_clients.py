@@ -1,0 +1,85 @@
+"""Real WebDAV clients against the files provider (both backends): litmus and rclone."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.live import LiveServer
+
+SUITES = ("basic", "copymove", "props", "locks", "http")
+SUMMARY = re.compile(r"summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed")
+
+
+@pytest.mark.skipif(shutil.which("litmus") is None, reason="litmus is not installed")
+def test_litmus(live_server: LiveServer, tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["litmus", f"{live_server.base_url}/remote.php/dav/files/alice/", "alice", "secret"],
+        env={**os.environ, "TESTS": " ".join(SUITES)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summaries = {m[0]: (int(m[1]), int(m[2]), int(m[3])) for m in SUMMARY.findall(result.stdout)}
+    assert set(summaries) == set(SUITES), result.stdout[-3000:]
+    for suite, (run, passed, failed) in summaries.items():
+        assert failed == 0 and passed == run, (suite, result.stdout[-3000:])
+    assert "WARNING" not in result.stdout, result.stdout
+
+
+def _tree(root: Path) -> None:
+    """A small tree: nested folders, Unicode and space names, empty files, one larger file."""
+    for i in range(4):
+        folder = root / f"dir {i}" / "sub ü" / f"deep-{i}"
+        folder.mkdir(parents=True)
+        for j in range(12):
+            (folder / f"file {j} é.txt").write_bytes(f"{i}-{j}\n".encode() * (j + 1))
+        (folder / "empty").write_bytes(b"")
+    (root / "日本語 名前.txt").write_text("unicode\n")
+    (root / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024 + 17))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed")
+def test_rclone_sync_check_and_copy_back(live_server: LiveServer, tmp_path: Path) -> None:
+    obscured = subprocess.run(
+        ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    env = {
+        **os.environ,
+        "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+        "RCLONE_CONFIG_OX_TYPE": "webdav",
+        "RCLONE_CONFIG_OX_URL": f"{live_server.base_url}/remote.php/dav/files/alice/",
+        "RCLONE_CONFIG_OX_VENDOR": "other",
+        "RCLONE_CONFIG_OX_USER": "alice",
+        "RCLONE_CONFIG_OX_PASS": obscured,
+    }
+
+    def rclone(*args: str) -> None:
+        done = subprocess.run(
+            ["rclone", *args], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (args, done.stderr[-3000:])
+
+    local = tmp_path / "local"
+    _tree(local)
+    rclone("sync", str(local), "ox:tree")
+    rclone("check", str(local), "ox:tree")
+    # Edit, delete and rename some files locally, then sync again.
+    (local / "dir 0" / "sub ü" / "deep-0" / "file 1 é.txt").write_text("edited\n")
+    (local / "dir 1" / "sub ü" / "deep-1" / "file 2 é.txt").unlink()
+    (local / "dir 2").rename(local / "dir two")
+    rclone("sync", str(local), "ox:tree")
+    rclone("check", str(local), "ox:tree")
+    down = tmp_path / "down"
+    rclone("copy", "ox:tree", str(down))
+    assert _files(down) == _files(local)
