@@ -4,17 +4,50 @@ WsgiDAV answers 405 for any method it does not know before a provider hook runs,
 are added here (wsgidav.md §2.4 B). Reports are registered, not hard-coded: a room contributes
 a ``Report`` and calls ``register_report``; ``supported-report-set`` is computed from the
 registry.
+
+Collections with a request body are made the same way for MKCALENDAR (RFC 4791 §5.3.1) and
+extended MKCOL (RFC 5689 §3): the parent collection creates the child if it implements
+``create_calendar_collection`` / ``create_extended_collection`` (``CollectionMaker``); a
+provider may also intercept either method in its ``custom_request_handler``. OPTIONS
+advertises the DAV classes and extensions of the whole server (RFC 4791 §5.1, RFC 6352 §6.1,
+RFC 5689 §3.1).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from lxml import etree
 from wsgidav import util
-from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError
+from wsgidav.dav_error import (
+    HTTP_BAD_REQUEST,
+    HTTP_CONFLICT,
+    HTTP_FORBIDDEN,
+    HTTP_MEDIATYPE_NOT_SUPPORTED,
+    HTTP_METHOD_NOT_ALLOWED,
+    HTTP_NOT_FOUND,
+    DAVError,
+    DAVErrorCondition,
+)
 from wsgidav.request_server import RequestServer
+
+#: Extensions every oxidav response to OPTIONS lists after WsgiDAV's classes ("1" or "1,2").
+DAV_EXTENSIONS = ("3", "calendar-access", "addressbook", "extended-mkcol")
+CALDAV_NS = "urn:ietf:params:xml:ns:caldav"
+HTTP_CREATED_STATUS = "201 Created"
+
+
+class CollectionMaker(Protocol):
+    """A collection that can create children from a request body (MKCALENDAR, extended MKCOL).
+
+    ``body`` is the parsed ``CALDAV:mkcalendar`` / ``DAV:mkcol`` element, or None without a
+    body. The method raises ``DAVError`` (with its precondition) to refuse."""
+
+    def create_calendar_collection(self, name: str, body: etree._Element | None) -> None: ...
+
+    def create_extended_collection(self, name: str, body: etree._Element | None) -> None: ...
 
 
 class Report(Protocol):
@@ -42,7 +75,39 @@ REPORTS: dict[str, Report] = {}
 
 
 def register_report(report: Report) -> None:
-    REPORTS[report.name] = report
+    """Add ``report``. Several rooms may register a report of the same name (calendars and
+    address books both answer DAV:sync-collection): the first that applies answers."""
+    existing = REPORTS.get(report.name)
+    if existing is None or existing is report:
+        REPORTS[report.name] = report
+    else:
+        REPORTS[report.name] = _FirstApplicable(report.name, (existing, report))
+
+
+class _FirstApplicable:
+    """Reports sharing one name, each for its own kind of resource."""
+
+    def __init__(self, name: str, reports: tuple[Report, ...]) -> None:
+        self.name = name
+        self.reports = reports
+
+    def _for(self, resource: Any) -> Report | None:
+        return next((r for r in self.reports if r.applies_to(resource)), None)
+
+    def applies_to(self, resource: Any) -> bool:
+        return self._for(resource) is not None
+
+    def handle(
+        self,
+        server: OxiRequestServer,
+        environ: dict[str, Any],
+        start_response: Any,
+        resource: Any,
+        body: etree._Element,
+    ) -> Iterable[bytes]:
+        report = self._for(resource)
+        assert report is not None  # do_REPORT asked applies_to first
+        return report.handle(server, environ, start_response, resource, body)
 
 
 def supported_reports(resource: Any) -> list[str]:
@@ -54,6 +119,60 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
     def __init__(self, dav_provider: Any) -> None:
         super().__init__(dav_provider)
         self._possible_methods.append("REPORT")
+        if not dav_provider.is_readonly():
+            self._possible_methods.append("MKCALENDAR")
+
+    def do_OPTIONS(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        result: Iterable[bytes] = super().do_OPTIONS(
+            environ, _options_headers(start_response, self._possible_methods)
+        )
+        return result
+
+    def do_PROPFIND(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        """WsgiDAV's PROPFIND, with ``DAV:propname`` understood (RFC 4918 §9.1: WsgiDAV 4.4
+        looks for a ``DAV:name`` element instead and answers a propname request with no
+        properties at all)."""
+        _rename_propname(environ)
+        result: Iterable[bytes] = super().do_PROPFIND(environ, start_response)
+        return result
+
+    def do_MKCALENDAR(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        """RFC 4791 §5.3.1: create a calendar collection, its properties set from the body."""
+        return self._make_collection(environ, start_response, "create_calendar_collection")
+
+    def do_MKCOL(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        """RFC 4918 MKCOL, or RFC 5689 extended MKCOL when there is a body."""
+        if not _has_body(environ):
+            result: Iterable[bytes] = super().do_MKCOL(environ, start_response)
+            return result
+        return self._make_collection(environ, start_response, "create_extended_collection")
+
+    def _make_collection(
+        self, environ: dict[str, Any], start_response: Any, method: str
+    ) -> Iterable[bytes]:
+        path = environ["PATH_INFO"]
+        provider = self._davProvider
+        if environ.get("HTTP_DEPTH", "0") not in ("0", ""):
+            raise DAVError(HTTP_BAD_REQUEST, "Depth must be 0")
+        if provider.exists(path, environ):
+            raise DAVError(HTTP_METHOD_NOT_ALLOWED, "the URL is already mapped")
+        parent = provider.get_resource_inst(util.get_uri_parent(path), environ)
+        if parent is None or not parent.is_collection:
+            raise DAVError(HTTP_CONFLICT, "the parent collection does not exist")
+        maker = getattr(parent, method, None)
+        if maker is None:
+            if method == "create_extended_collection":
+                raise DAVError(HTTP_MEDIATYPE_NOT_SUPPORTED, "MKCOL with a body is not supported")
+            raise DAVError(
+                HTTP_FORBIDDEN,
+                "calendars cannot be created here",
+                err_condition=DAVErrorCondition(f"{{{CALDAV_NS}}}calendar-collection-location-ok"),
+            )
+        self._check_write_permission(parent, "0", environ)
+        body = util.parse_xml_body(environ, allow_empty=True)
+        maker(util.get_uri_name(path), body)
+        start_response(HTTP_CREATED_STATUS, [("Content-Length", "0")])
+        return [b""]
 
     def do_REPORT(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
@@ -69,6 +188,55 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
             )
         result: Iterable[bytes] = report.handle(self, environ, start_response, resource, body)
         return result
+
+
+def _rename_propname(environ: dict[str, Any]) -> None:
+    length = util.get_content_length(environ)
+    if length <= 0:
+        return
+    data = environ["wsgi.input"].read(length)
+    environ["wsgi.input"] = io.BytesIO(data)
+    if b"propname" not in data:
+        return
+    try:
+        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True))
+    except etree.XMLSyntaxError:
+        return  # WsgiDAV answers 400 for it
+    for child in root:
+        if child.tag == "{DAV:}propname":
+            child.tag = "{DAV:}name"
+    data = etree.tostring(root)
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+
+
+def _has_body(environ: dict[str, Any]) -> bool:
+    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return True
+    return util.get_content_length(environ) > 0  # type: ignore[no-any-return]
+
+
+def _merge_list(existing: str, extra: Iterable[str]) -> str:
+    items = [item.strip() for item in existing.split(",") if item.strip()]
+    items += [item for item in extra if item not in items]
+    return ", ".join(items)
+
+
+def _options_headers(start_response: Any, methods: list[str]) -> Any:
+    """Wrap ``start_response`` so OPTIONS lists the server's DAV extensions and the methods
+    WsgiDAV does not know (REPORT, MKCALENDAR) in ``DAV`` and ``Allow``."""
+
+    def wrapped(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        result = []
+        for key, value in headers:
+            if key.lower() == "dav":
+                value = _merge_list(value, DAV_EXTENSIONS)
+            elif key.lower() == "allow":
+                value = _merge_list(value, [m for m in ("REPORT", "MKCALENDAR") if m in methods])
+            result.append((key, value))
+        return start_response(status, result, exc_info)
+
+    return wrapped
 
 
 def _precondition(name: str) -> Any:

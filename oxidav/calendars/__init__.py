@@ -1,0 +1,36 @@
+"""iCalendar logic and storage for CalDAV (RFC 4791), with no HTTP in it.
+
+- ``validation``: what a calendar object resource must be before it is stored.
+- ``index``: the component type, UID and UTC time bounds that are indexed for queries.
+- ``recurrence``: instances of recurring components; ``timerange``: RFC 4791 §9.9 overlaps.
+- ``filters`` (the calendar-query filter as data) and ``evaluate`` (its exact evaluation).
+- ``caldata``: calendar-data in reports: partial data, expand, limit-recurrence-set.
+- ``freebusy``: the free-busy-query report.
+- ``storage``: ``CalendarStore``, calendars and objects in the database, with sync tokens.
+- ``errors``: typed errors naming the RFC 4791 preconditions.
+"""
+
+from oxidav.calendars.caldata import CalendarDataRequest, parse_calendar_data
+from oxidav.calendars.errors import CalendarError
+from oxidav.calendars.filters import CompFilter, TimeRange, parse_filter
+from oxidav.calendars.storage import (
+    CalendarInfo,
+    CalendarStore,
+    ObjectInfo,
+    PutResult,
+    StoredObject,
+)
+
+__all__ = [
+    "CalendarDataRequest",
+    "CalendarError",
+    "CalendarInfo",
+    "CalendarStore",
+    "CompFilter",
+    "ObjectInfo",
+    "PutResult",
+    "StoredObject",
+    "TimeRange",
+    "parse_calendar_data",
+    "parse_filter",
+]

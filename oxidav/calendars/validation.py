@@ -1,0 +1,188 @@
+"""Validation of a calendar object resource before it is stored (RFC 4791 §4.1, §5.3.2.1).
+
+``validate_object`` accepts the bytes of a PUT and either returns the parsed object with its
+index columns or raises the ``CalendarError`` naming the precondition that failed:
+
+- ``max-resource-size``: larger than the server accepts;
+- ``valid-calendar-data``: not UTF-8, not one VCALENDAR, unparseable values, a VERSION other
+  than 2.0, a recurrence that cannot be computed, DTEND before DTSTART, DTEND with DURATION;
+- ``valid-calendar-object-resource``: METHOD present, no component, components of several
+  types or several UIDs, a missing UID, two components for the same RECURRENCE-ID;
+- ``supported-calendar-component``: a component type the calendar does not accept;
+- ``min-date-time`` / ``max-date-time``: a date outside the server's range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import icalendar
+
+from oxidav.calendars.errors import (
+    DateTooEarly,
+    DateTooLate,
+    InvalidCalendarData,
+    InvalidCalendarObject,
+    ResourceTooLarge,
+    UnsupportedComponent,
+)
+from oxidav.calendars.index import time_bounds
+from oxidav.calendars.recurrence import RECURRING_COMPONENTS, validate_recurrence
+from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, to_utc
+
+#: Component types a calendar object resource may hold (besides VTIMEZONE).
+KNOWN_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL", "VFREEBUSY"})
+MAX_UID_LENGTH = 512
+_DATE_PROPERTIES = ("DTSTART", "DTEND", "DUE", "RECURRENCE-ID")
+
+
+@dataclass(frozen=True)
+class ValidObject:
+    """A calendar object that passed validation, with its index columns."""
+
+    calendar: icalendar.Calendar
+    text: str
+    component_type: str
+    uid: str
+    first_start: datetime | None
+    last_end: datetime | None
+
+
+def parse_calendar(data: bytes | str) -> icalendar.Calendar:
+    """Parse exactly one VCALENDAR; raise ``InvalidCalendarData`` otherwise."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise InvalidCalendarData("calendar data is not UTF-8") from None
+    _check_nesting(text)
+    try:
+        components = icalendar.Calendar.from_ical(text, multiple=True)
+    except (ValueError, IndexError, KeyError) as exc:
+        raise InvalidCalendarData(f"calendar data cannot be parsed: {exc}") from None
+    if len(components) != 1 or components[0].name != "VCALENDAR":
+        raise InvalidCalendarData("calendar data must hold exactly one VCALENDAR")
+    calendar = components[0]
+    if not isinstance(calendar, icalendar.Calendar):
+        raise InvalidCalendarData("calendar data must hold exactly one VCALENDAR")
+    for component in calendar.walk():
+        if component.errors:
+            name, why = component.errors[0]
+            raise InvalidCalendarData(f"{component.name} property {name}: {why}")
+    return calendar
+
+
+def _check_nesting(text: str) -> None:
+    """Every END closes the BEGIN it pairs with (the parser alone does not check)."""
+    stack: list[str] = []
+    for line in text.splitlines():
+        upper = line.upper()
+        if upper.startswith("BEGIN:"):
+            stack.append(upper[6:].strip())
+        elif upper.startswith("END:") and (not stack or stack.pop() != upper[4:].strip()):
+            raise InvalidCalendarData(f"unbalanced {line.strip()!r}")
+    if stack:
+        raise InvalidCalendarData(f"BEGIN:{stack[-1]} is never closed")
+
+
+def _first(component: icalendar.cal.Component, name: str) -> Any:
+    prop = component.get(name)
+    if isinstance(prop, list):
+        prop = prop[0] if prop else None
+    return getattr(prop, "dt", None)
+
+
+def _check_times(component: icalendar.cal.Component) -> None:
+    start = _first(component, "DTSTART")
+    name = component.name
+    if name == "VEVENT" and start is None:
+        raise InvalidCalendarData("VEVENT without DTSTART")
+    if "DURATION" in component and ("DTEND" in component or "DUE" in component):
+        raise InvalidCalendarData(f"{name} has DURATION together with DTEND/DUE")
+    if "DURATION" in component and start is None:
+        raise InvalidCalendarData(f"{name} has DURATION without DTSTART")
+    if "DURATION" in component and not isinstance(_first(component, "DURATION"), timedelta):
+        raise InvalidCalendarData(f"{name} has an invalid DURATION")
+    for end_name in ("DTEND", "DUE"):
+        end = _first(component, end_name)
+        if start is not None and end is not None:
+            if type(start) is not type(end) and not (
+                isinstance(start, datetime) and isinstance(end, datetime)
+            ):
+                raise InvalidCalendarData(f"{name}: DTSTART and {end_name} differ in value type")
+            if to_utc(end, UTC) < to_utc(start, UTC):
+                raise InvalidCalendarData(f"{name}: {end_name} is before DTSTART")
+    for prop_name in _DATE_PROPERTIES:
+        value = _first(component, prop_name)
+        if value is None:
+            continue
+        instant = to_utc(value, UTC)
+        if instant < MIN_DATE_TIME:
+            raise DateTooEarly(f"{prop_name} is before the server's min-date-time")
+        if instant >= MAX_DATE_TIME:
+            raise DateTooLate(f"{prop_name} is after the server's max-date-time")
+
+
+def _check_components(calendar: icalendar.Calendar) -> tuple[str, str]:
+    """(component type, UID) of a calendar object resource (RFC 4791 §4.1)."""
+    if "METHOD" in calendar:
+        raise InvalidCalendarObject("calendar object resources must not carry METHOD")
+    comps = [c for c in calendar.subcomponents if c.name != "VTIMEZONE"]
+    if not comps:
+        raise InvalidCalendarObject("no VEVENT, VTODO, VJOURNAL or VFREEBUSY in the object")
+    types = {str(c.name) for c in comps}
+    if len(types) > 1:
+        raise InvalidCalendarObject(f"several component types in one object: {sorted(types)}")
+    component_type = types.pop()
+    if component_type not in KNOWN_COMPONENTS:
+        raise InvalidCalendarObject(f"{component_type} cannot be stored in a calendar")
+    uids = {str(c.get("UID", "")) for c in comps}
+    if "" in uids:
+        raise InvalidCalendarObject(f"a {component_type} has no UID")
+    if len(uids) > 1:
+        raise InvalidCalendarObject("all components of an object must share one UID")
+    uid = uids.pop()
+    if len(uid) > MAX_UID_LENGTH:
+        raise InvalidCalendarObject(f"UID longer than {MAX_UID_LENGTH} characters")
+    seen: set[object] = set()
+    for component in comps:
+        recurrence_id = component.get("RECURRENCE-ID")
+        key = None if recurrence_id is None else to_utc(recurrence_id.dt, UTC)
+        if key in seen:
+            raise InvalidCalendarObject("two components for the same RECURRENCE-ID")
+        seen.add(key)
+        _check_times(component)
+    return component_type, uid
+
+
+def validate_object(
+    data: bytes, *, allowed_components: Collection[str], max_size: int
+) -> ValidObject:
+    """Parse and check one calendar object resource sent with PUT."""
+    if len(data) > max_size:
+        raise ResourceTooLarge(f"calendar object is larger than {max_size} bytes")
+    calendar = parse_calendar(data)
+    version = calendar.get("VERSION")
+    if version is not None and str(version).strip() != "2.0":
+        raise InvalidCalendarData("only iCalendar VERSION 2.0 is supported")
+    component_type, uid = _check_components(calendar)
+    if component_type not in allowed_components:
+        raise UnsupportedComponent(f"this calendar does not accept {component_type}")
+    if component_type in RECURRING_COMPONENTS:
+        try:
+            validate_recurrence(calendar, component_type)
+            first, last = time_bounds(calendar, component_type)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidCalendarData(str(exc)) from None
+    else:
+        first, last = time_bounds(calendar, component_type)
+    return ValidObject(
+        calendar=calendar,
+        text=data.decode("utf-8"),
+        component_type=component_type,
+        uid=uid,
+        first_start=first,
+        last_end=last,
+    )

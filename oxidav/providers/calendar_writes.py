@@ -1,0 +1,190 @@
+"""The CalDAV writes oxidav handles itself: PUT and DELETE of calendar objects.
+
+WsgiDAV's own PUT ignores ``If-Match`` on a missing target and commits a short body
+(wsgidav.md §0.7, §0.8). These handlers read the request themselves: the body is counted
+against ``Content-Length`` and bounded by ``max_resource_bytes``, the conditions are checked
+in the same transaction as the write (``CalendarStore``), and every refusal carries its RFC
+4791 precondition (§5.3.2.1) in a 403/409 body, never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from wsgidav.dav_error import (
+    HTTP_BAD_REQUEST,
+    HTTP_CONFLICT,
+    HTTP_NOT_FOUND,
+    DAVError,
+)
+
+from oxidav.calendars.errors import (
+    CalendarError,
+    NotFound,
+    PreconditionFailed,
+    ResourceTooLarge,
+    UnsupportedCalendarData,
+)
+from oxidav.providers.calendar_context import dav_error
+from oxidav.providers.calendar_resources import CalendarCollection
+
+StartResponse = Callable[..., Any]
+READ_BLOCK = 64 * 1024
+MAX_OBJECT_NAME = 255
+#: Media types a PUT may declare: iCalendar (RFC 5545 §8.1), or none more specific.
+ACCEPTED_TYPES = ("text/calendar", "text/plain", "application/octet-stream", "")
+
+
+def entity_tags(header: str | None) -> tuple[str, ...] | None:
+    """An ``If-Match`` / ``If-None-Match`` value as unquoted entity tags (``*`` kept);
+    a weak tag compares by its opaque part, as WsgiDAV does."""
+    if header is None:
+        return None
+    tags = []
+    for part in header.split(","):
+        tag = part.strip()
+        if tag.startswith("W/"):
+            tag = tag[2:]
+        tag = tag.strip('"')
+        if tag:
+            tags.append(tag)
+    return tuple(tags)
+
+
+def read_body(environ: dict[str, Any], limit: int) -> bytes:
+    """The request body, at most ``limit`` bytes (``ResourceTooLarge`` beyond), exactly
+    ``Content-Length`` bytes when that is given (400 for a short body)."""
+    stream = environ["wsgi.input"]
+    header = (environ.get("CONTENT_LENGTH") or "").strip()
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if header and not chunked:
+        try:
+            length = int(header)
+        except ValueError:
+            raise DAVError(HTTP_BAD_REQUEST, "invalid Content-Length") from None
+        if length > limit:
+            raise ResourceTooLarge(f"the body has {length} bytes; at most {limit} are allowed")
+        chunks: list[bytes] = []
+        remaining = length
+        while remaining > 0:
+            chunk = stream.read(min(remaining, READ_BLOCK))
+            if not chunk:
+                raise DAVError(HTTP_BAD_REQUEST, "the body is shorter than its Content-Length")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    if not chunked:
+        return b""
+    chunks = []
+    size = 0
+    while True:
+        chunk = stream.read(READ_BLOCK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise ResourceTooLarge(f"the body exceeds {limit} bytes")
+        chunks.append(chunk)
+
+
+def empty_response(
+    start_response: StartResponse, status: str, headers: list[tuple[str, str]] | None = None
+) -> list[bytes]:
+    """A response without a body (WsgiDAV's status responses carry an HTML page)."""
+    start_response(status, [*(headers or []), ("Content-Length", "0")])
+    return [b""]
+
+
+def put_object(
+    environ: dict[str, Any],
+    start_response: StartResponse,
+    calendar: CalendarCollection | None,
+    name: str,
+) -> Iterable[bytes]:
+    """PUT of ``name`` into ``calendar`` (RFC 4791 §5.3.2): 201 or 204 with the ETag (the
+    stored bytes are the bytes sent, so the ETag is always the stored one)."""
+    if calendar is None:
+        raise DAVError(HTTP_CONFLICT, "the calendar does not exist")
+    if not name or len(name) > MAX_OBJECT_NAME:
+        raise DAVError(HTTP_BAD_REQUEST, "invalid object name")
+    if "HTTP_CONTENT_RANGE" in environ or "HTTP_CONTENT_ENCODING" in environ:
+        raise DAVError(HTTP_BAD_REQUEST, "Content-Range / Content-Encoding are not supported")
+    store = calendar.backend.store
+    try:
+        media = (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower()
+        if media not in ACCEPTED_TYPES:
+            raise UnsupportedCalendarData(f"{media} is not iCalendar")
+        body = read_body(environ, store.max_resource_bytes)
+        result = store.put_object(
+            calendar.info,
+            name,
+            body,
+            if_match=entity_tags(environ.get("HTTP_IF_MATCH")),
+            if_none_match=entity_tags(environ.get("HTTP_IF_NONE_MATCH")),
+        )
+    except (CalendarError, PreconditionFailed) as exc:
+        raise dav_error(exc, calendar.object_href) from None
+    except ValueError as exc:
+        raise DAVError(HTTP_BAD_REQUEST, str(exc)) from None
+    status = "201 Created" if result.created else "204 No Content"
+    return empty_response(start_response, status, [("ETag", f'"{result.etag}"')])
+
+
+def delete_object(
+    environ: dict[str, Any],
+    start_response: StartResponse,
+    calendar: CalendarCollection | None,
+    name: str,
+) -> Iterable[bytes]:
+    """DELETE of an object; ``If-Match`` on a missing object is 412, not 404 (RFC 9110
+    §13.1.1)."""
+    if_match = entity_tags(environ.get("HTTP_IF_MATCH"))
+    if calendar is None:
+        if if_match is not None:
+            raise DAVError(412, "If-Match on a missing resource")
+        raise DAVError(HTTP_NOT_FOUND)
+    try:
+        calendar.backend.store.delete_object(calendar.info.id, name, if_match=if_match)
+    except NotFound:
+        raise DAVError(HTTP_NOT_FOUND) from None
+    except PreconditionFailed as exc:
+        raise dav_error(exc) from None
+    return empty_response(start_response, "204 No Content")
+
+
+def transfer_object(
+    environ: dict[str, Any],
+    start_response: StartResponse,
+    source: CalendarCollection | None,
+    name: str,
+    target: CalendarCollection | None,
+    target_name: str,
+) -> Iterable[bytes]:
+    """COPY or MOVE of a calendar object to another name or calendar of the same user
+    (RFC 4918 §9.8-9.9): 201 for a new resource, 204 for an overwritten one. The target must
+    accept the component and must not hold its UID yet (RFC 4791 §5.3.2.1)."""
+    if source is None:
+        raise DAVError(HTTP_NOT_FOUND)
+    if target is None:
+        raise DAVError(HTTP_CONFLICT, "the destination calendar does not exist")
+    overwrite = environ.get("HTTP_OVERWRITE", "T").strip().upper()
+    if overwrite not in ("T", "F"):
+        raise DAVError(HTTP_BAD_REQUEST, "invalid Overwrite header")
+    try:
+        result = source.backend.store.transfer(
+            source.info,
+            name,
+            target.info,
+            target_name,
+            move=environ["REQUEST_METHOD"] == "MOVE",
+            overwrite=overwrite == "T",
+        )
+    except (CalendarError, PreconditionFailed) as exc:
+        raise dav_error(exc, target.object_href) from None
+    except NotFound:
+        raise DAVError(HTTP_NOT_FOUND) from None
+    except ValueError as exc:
+        raise DAVError(403, str(exc)) from None
+    status = "201 Created" if result.created else "204 No Content"
+    return empty_response(start_response, status)

@@ -1,0 +1,341 @@
+"""``PrincipalsProvider``: principals (RFC 3744 §2, RFC 5397) at ``/remote.php/dav/principals/``.
+
+URL layout below the mount point (DESIGN §4)::
+
+    /                   the principal collection (member: users)
+    /users/             lists the authenticated user only
+    /users/<user>/      the user's principal
+
+A principal answers what a client needs to find its calendars and address books:
+``current-user-principal``, ``principal-URL``, ``displayname``, ``calendar-home-set``,
+``calendar-user-address-set`` (``mailto:`` from the user's email, RFC 4791 §6.2.1),
+``principal-collection-set``. Other rooms add properties with ``register_principal_property``
+(the CardDAV room owns ``addressbook-home-set``). Another user's principal answers 404.
+principal-property-search and principal-search-property-set (RFC 3744 §9.4-9.5) work on the
+DAV root and the principal collections and find the authenticated user only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lxml import etree
+from wsgidav import util, xml_tools
+from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
+from wsgidav.dav_provider import DAVCollection, DAVProvider
+
+from oxidav.db import Database
+from oxidav.providers import urls
+from oxidav.providers.calendar_context import (
+    CALENDAR_HOME_SET,
+    CALENDAR_USER_ADDRESS_SET,
+    CALENDAR_USER_TYPE,
+    CURRENT_USER_PRINCIPAL,
+    CURRENT_USER_PRIVILEGE_SET,
+    OWNER,
+    RESOURCETYPE,
+    SUPPORTED_REPORT_SET,
+    CalendarBackend,
+    UserRecord,
+    finite_depth,
+    href_element,
+    privilege_set,
+    text_element,
+)
+from oxidav.providers.files_handlers import buffer_chunked_body
+from oxidav.providers.request_server import register_report, supported_reports
+from oxidav.providers.root import DavRoot
+from oxidav.settings import Settings
+
+PRINCIPAL_URL = "{DAV:}principal-URL"
+PRINCIPAL_COLLECTION_SET = "{DAV:}principal-collection-set"
+GROUP_MEMBERSHIP = "{DAV:}group-membership"
+ALTERNATE_URI_SET = "{DAV:}alternate-URI-set"
+ADDRESSBOOK_HOME_SET = "{urn:ietf:params:xml:ns:carddav}addressbook-home-set"
+#: A principal may be read, not changed (RFC 3744 §3).
+PRINCIPAL_PRIVILEGES = ("{DAV:}read", "{DAV:}read-current-user-privilege-set")
+
+PrincipalGetter = Callable[["Principal"], Any]
+
+#: Properties of every user principal: name -> getter(principal). Rooms add theirs.
+PRINCIPAL_PROPERTIES: dict[str, PrincipalGetter] = {}
+
+
+def register_principal_property(name: str, getter: PrincipalGetter) -> None:
+    """Add (or replace) a live property of user principals, e.g. a home-set of a room."""
+    PRINCIPAL_PROPERTIES[name] = getter
+
+
+class _PrincipalBase(DAVCollection):  # type: ignore[misc]
+    """Collections of the principal tree: read-only, with the discovery properties."""
+
+    def __init__(self, path: str, environ: dict[str, Any], backend: CalendarBackend) -> None:
+        super().__init__(path, environ)
+        self.backend = backend
+
+    def live_properties(self) -> dict[str, Callable[[], Any]]:
+        return {
+            CURRENT_USER_PRINCIPAL: self._current_user_principal,
+            PRINCIPAL_COLLECTION_SET: lambda: href_element(
+                PRINCIPAL_COLLECTION_SET, urls.PRINCIPALS + "/"
+            ),
+            CURRENT_USER_PRIVILEGE_SET: lambda: privilege_set(PRINCIPAL_PRIVILEGES),
+            SUPPORTED_REPORT_SET: self._supported_report_set,
+        }
+
+    def _current_user_principal(self) -> etree._Element:
+        user = self.environ.get("wsgidav.auth.user_name")
+        if not user:
+            return etree.Element(CURRENT_USER_PRINCIPAL)
+        return href_element(CURRENT_USER_PRINCIPAL, urls.principal_href(user))
+
+    def _supported_report_set(self) -> etree._Element:
+        element = etree.Element(SUPPORTED_REPORT_SET)
+        for name in supported_reports(self):
+            report = etree.SubElement(
+                etree.SubElement(element, "{DAV:}supported-report"), "{DAV:}report"
+            )
+            etree.SubElement(report, name)
+        return element
+
+    def get_property_names(self, *, is_allprop: bool) -> list[str]:
+        names: list[str] = super().get_property_names(is_allprop=is_allprop)
+        if is_allprop:
+            return names
+        return names + [name for name in self.live_properties() if name not in names]
+
+    def get_property_value(self, name: str) -> Any:
+        getter = self.live_properties().get(name)
+        if getter is not None:
+            return getter()
+        return super().get_property_value(name)
+
+    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
+        raise DAVError(HTTP_FORBIDDEN, err_condition=PRECONDITION_CODE_ProtectedProperty)
+
+    def prevent_locking(self) -> bool:
+        return True
+
+
+class PrincipalCollection(_PrincipalBase):
+    """``/`` and ``/users/``: lead to the authenticated user's principal, nothing else."""
+
+    def __init__(
+        self, path: str, environ: dict[str, Any], backend: CalendarBackend, members: list[str]
+    ) -> None:
+        super().__init__(path, environ, backend)
+        self._members = members
+
+    def get_member_names(self) -> list[str]:
+        return list(self._members)
+
+
+class Principal(_PrincipalBase):
+    """A user principal (RFC 3744 §2): a collection without members."""
+
+    user: UserRecord
+
+    def __init__(
+        self, path: str, environ: dict[str, Any], backend: CalendarBackend, user: UserRecord
+    ) -> None:
+        super().__init__(path, environ, backend)
+        self.user = user
+
+    def get_member_names(self) -> list[str]:
+        return []
+
+    def get_display_name(self) -> str:
+        return self.user.display_name or self.user.username
+
+    def live_properties(self) -> dict[str, Callable[[], Any]]:
+        props = super().live_properties()
+        href = urls.principal_href(self.user.username)
+        props[RESOURCETYPE] = self._resourcetype
+        props[PRINCIPAL_URL] = lambda: href_element(PRINCIPAL_URL, href)
+        props[OWNER] = lambda: href_element(OWNER, href)
+        props[GROUP_MEMBERSHIP] = lambda: etree.Element(GROUP_MEMBERSHIP)
+        props[ALTERNATE_URI_SET] = lambda: etree.Element(ALTERNATE_URI_SET)
+        for name, getter in PRINCIPAL_PROPERTIES.items():
+            props[name] = lambda getter=getter: getter(self)  # type: ignore[misc]
+        return props
+
+    def _resourcetype(self) -> etree._Element:
+        element = etree.Element(RESOURCETYPE)
+        etree.SubElement(element, "{DAV:}collection")
+        etree.SubElement(element, "{DAV:}principal")
+        return element
+
+
+def _calendar_user_addresses(principal: Principal) -> etree._Element:
+    hrefs = [f"mailto:{principal.user.email}"] if principal.user.email else []
+    return href_element(
+        CALENDAR_USER_ADDRESS_SET, *hrefs, urls.principal_href(principal.user.username)
+    )
+
+
+register_principal_property(
+    CALENDAR_HOME_SET,
+    lambda p: href_element(CALENDAR_HOME_SET, urls.calendar_home_href(p.user.username)),
+)
+register_principal_property(CALENDAR_USER_ADDRESS_SET, _calendar_user_addresses)
+register_principal_property(
+    CALENDAR_USER_TYPE, lambda p: text_element(CALENDAR_USER_TYPE, "INDIVIDUAL")
+)
+register_principal_property(
+    ADDRESSBOOK_HOME_SET,
+    lambda p: href_element(ADDRESSBOOK_HOME_SET, urls.addressbook_home_href(p.user.username)),
+)
+
+
+class PrincipalsProvider(DAVProvider):  # type: ignore[misc]
+    """Serves the principals of oxidav's users; read-only."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        super().__init__()
+        self.backend = CalendarBackend(db, settings)
+
+    def is_readonly(self) -> bool:
+        return True
+
+    def custom_request_handler(
+        self, environ: dict[str, Any], start_response: Any, default_handler: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if environ["REQUEST_METHOD"] in ("PROPFIND", "REPORT"):
+            buffer_chunked_body(environ)
+        if environ["REQUEST_METHOD"] == "PROPFIND":
+            finite_depth(environ)
+        return default_handler(environ, start_response)  # type: ignore[no-any-return]
+
+    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> _PrincipalBase | None:
+        parts = [part for part in path.split("/") if part]
+        authenticated = str(environ.get("wsgidav.auth.user_name") or "")
+        if not parts:
+            return PrincipalCollection("/", environ, self.backend, ["users"])
+        if parts[0] != "users" or len(parts) > 2:
+            return None
+        if len(parts) == 1:
+            members = [authenticated] if authenticated else []
+            return PrincipalCollection("/users/", environ, self.backend, members)
+        if authenticated and parts[1] != authenticated:
+            return None  # another user's principal: not found (no enumeration)
+        user = self.backend.user(parts[1])
+        if user is None:
+            return None
+        return Principal(f"/users/{parts[1]}/", environ, self.backend, user)
+
+
+class PrincipalPropertySearchReport:
+    """RFC 3744 §9.4 on the DAV root or a principal collection: the principals whose
+    properties contain the ``match`` texts (caseless substring; ``test`` anyof / allof), or
+    all of them without a property-search. Only the authenticated user's principal is
+    visible (no enumeration of other users), so that is the only possible answer."""
+
+    name = "{DAV:}principal-property-search"
+
+    def applies_to(self, resource: Any) -> bool:
+        return isinstance(resource, DavRoot | PrincipalCollection)
+
+    def handle(
+        self,
+        server: Any,
+        environ: dict[str, Any],
+        start_response: Any,
+        resource: Any,
+        body: etree._Element,
+    ) -> Iterable[bytes]:
+        principal = _own_principal(environ)
+        names = [child.tag for child in body.iterfind("{DAV:}prop/*")]
+        # Leniency for clients that put the wanted properties next to an empty DAV:prop
+        # (python-caldav 3.6 does).
+        names += [
+            child.tag
+            for child in body
+            if isinstance(child.tag, str) and child.tag not in _SEARCH_ELEMENTS
+        ]
+        multistatus = xml_tools.make_multistatus_el()
+        if principal is not None and _search_matches(principal, body):
+            props = principal.get_properties("named", name_list=names)
+            href = urls.principal_href(principal.user.username)
+            util.add_property_response(multistatus, href, props)
+        return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
+
+
+class PrincipalSearchPropertySetReport:
+    """RFC 3744 §9.5: the properties principal-property-search can match."""
+
+    name = "{DAV:}principal-search-property-set"
+
+    def applies_to(self, resource: Any) -> bool:
+        return isinstance(resource, DavRoot | PrincipalCollection)
+
+    def handle(
+        self,
+        server: Any,
+        environ: dict[str, Any],
+        start_response: Any,
+        resource: Any,
+        body: etree._Element,
+    ) -> Iterable[bytes]:
+        root = etree.Element("{DAV:}principal-search-property-set", nsmap={"D": "DAV:"})
+        for name, description in SEARCHABLE.items():
+            entry = etree.SubElement(root, "{DAV:}principal-search-property")
+            etree.SubElement(etree.SubElement(entry, "{DAV:}prop"), name)
+            text_element_child = etree.SubElement(entry, "{DAV:}description")
+            text_element_child.set("{http://www.w3.org/XML/1998/namespace}lang", "en")
+            text_element_child.text = description
+        data = etree.tostring(root, xml_declaration=True, encoding="utf-8")
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/xml; charset=utf-8"),
+                ("Content-Length", str(len(data))),
+            ],
+        )
+        return [data]
+
+
+_SEARCH_ELEMENTS = {
+    "{DAV:}prop",
+    "{DAV:}property-search",
+    "{DAV:}apply-to-principal-collection-set",
+}
+SEARCHABLE = {
+    "{DAV:}displayname": "Display name",
+    CALENDAR_USER_ADDRESS_SET: "Calendar user address",
+}
+
+
+def _own_principal(environ: dict[str, Any]) -> Principal | None:
+    user = environ.get("wsgidav.auth.user_name")
+    if not user:
+        return None
+    _share, provider = environ["wsgidav.app"].resolve_provider(urls.PRINCIPALS_USERS + "/")
+    if not isinstance(provider, PrincipalsProvider):
+        return None
+    found = provider.get_resource_inst(f"/users/{user}/", environ)
+    return found if isinstance(found, Principal) else None
+
+
+def _property_texts(principal: Principal, name: str) -> list[str]:
+    if name == "{DAV:}displayname":
+        return [principal.get_display_name(), principal.user.username]
+    if name == CALENDAR_USER_ADDRESS_SET:
+        return [h.text or "" for h in _calendar_user_addresses(principal)]
+    return []
+
+
+def _search_matches(principal: Principal, body: etree._Element) -> bool:
+    results = []
+    for search in body.iterfind("{DAV:}property-search"):
+        needle = (search.findtext("{DAV:}match") or "").casefold()
+        names = [child.tag for child in search.iterfind("{DAV:}prop/*")]
+        texts = [t.casefold() for name in names for t in _property_texts(principal, name)]
+        results.append(any(needle in text for text in texts))
+    if not results:
+        return True
+    return any(results) if body.get("test") == "anyof" else all(results)
+
+
+for _report in (PrincipalPropertySearchReport(), PrincipalSearchPropertySetReport()):
+    register_report(_report)

@@ -1,0 +1,231 @@
+"""The per-collection change log: record changes, issue tokens, answer "what changed since".
+
+All functions take the caller's ``Session`` so a change is logged in the same transaction as the
+data it describes (a member row written and its log entry commit or roll back together).
+
+Writers of one collection are serialised by the counter row: ``record_change`` first increments
+``sync_collections.seq`` (a row lock on PostgreSQL, the database lock on SQLite), so sequence
+numbers are handed out in commit order per collection, and a reader that sees counter value S
+also sees every change numbered up to S.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy import and_, delete, not_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from oxidav.db.models.sync import SyncChange, SyncCollection
+from oxidav.sync.tokens import InvalidSyncToken, SyncToken, parse_token
+
+ChangeKind = Literal["added", "modified", "removed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One member that changed since a token: ``kind`` is relative to that token (a member
+    created after the token is "added" even if it was modified since)."""
+
+    name: str
+    kind: ChangeKind
+    seq: int
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    changes: list[Change]
+    token: str
+    #: True when ``limit`` cut the answer short; ``token`` then resumes right after the last
+    #: change returned (RFC 6578 §3.6).
+    truncated: bool
+
+
+def _new_epoch() -> str:
+    return secrets.token_hex(4)
+
+
+def init_collection(session: Session, kind: str, collection_id: int) -> str:
+    """Start the log of a new collection (call in the transaction that creates it).
+
+    Any state left by an earlier collection with the same id is discarded and a new epoch is
+    drawn, so tokens of the old one stop validating. Returns the first token.
+    """
+    drop_collection(session, kind, collection_id)
+    epoch = _new_epoch()
+    session.add(SyncCollection(kind=kind, collection_id=collection_id, epoch=epoch, seq=0))
+    session.flush()
+    return str(SyncToken(kind, collection_id, epoch, 0))
+
+
+def drop_collection(session: Session, kind: str, collection_id: int) -> None:
+    """Forget a collection's log (call in the transaction that deletes the collection)."""
+    session.execute(
+        delete(SyncChange).where(SyncChange.kind == kind, SyncChange.collection_id == collection_id)
+    )
+    session.execute(
+        delete(SyncCollection).where(
+            SyncCollection.kind == kind, SyncCollection.collection_id == collection_id
+        )
+    )
+
+
+def _bump(session: Session, kind: str, collection_id: int) -> int:
+    """Increment the collection's counter and return the new value (creating it if needed)."""
+    stmt = (
+        update(SyncCollection)
+        .where(SyncCollection.kind == kind, SyncCollection.collection_id == collection_id)
+        .values(seq=SyncCollection.seq + 1)
+        .returning(SyncCollection.seq)
+    )
+    seq = session.execute(stmt).scalar_one_or_none()
+    if seq is not None:
+        return int(seq)
+    try:
+        with session.begin_nested():
+            session.add(
+                SyncCollection(kind=kind, collection_id=collection_id, epoch=_new_epoch(), seq=0)
+            )
+    except IntegrityError:
+        pass  # created concurrently; the update below waits for it
+    return int(session.execute(stmt).scalar_one())
+
+
+def record_change(
+    session: Session, kind: str, collection_id: int, name: str, change: ChangeKind
+) -> int:
+    """Log that member ``name`` was added, modified or removed; return the change's sequence
+    number (which is also the collection's new CTag value)."""
+    seq = _bump(session, kind, collection_id)
+    row = session.execute(
+        select(SyncChange).where(
+            SyncChange.kind == kind,
+            SyncChange.collection_id == collection_id,
+            SyncChange.name == name,
+        )
+    ).scalar_one_or_none()
+    if row is None:
+        # A member unknown to the log existed before logging began: its life starts at 0.
+        created = seq if change == "added" else 0
+        session.add(
+            SyncChange(
+                kind=kind,
+                collection_id=collection_id,
+                name=name,
+                seq=seq,
+                created_seq=created,
+                removed=change == "removed",
+            )
+        )
+    else:
+        if change == "added" or (row.removed and change != "removed"):
+            row.created_seq = seq
+        row.seq = seq
+        row.removed = change == "removed"
+    session.flush()
+    return seq
+
+
+def _counter(session: Session, kind: str, collection_id: int) -> SyncCollection | None:
+    return session.execute(
+        select(SyncCollection).where(
+            SyncCollection.kind == kind, SyncCollection.collection_id == collection_id
+        )
+    ).scalar_one_or_none()
+
+
+def current_seq(session: Session, kind: str, collection_id: int) -> int:
+    """The collection's latest sequence number (0 if nothing was ever logged)."""
+    counter = _counter(session, kind, collection_id)
+    return 0 if counter is None else counter.seq
+
+
+def current_token(session: Session, kind: str, collection_id: int) -> str:
+    """The token naming the collection's present state (DAV:sync-token)."""
+    counter = _counter(session, kind, collection_id)
+    if counter is None:
+        return str(SyncToken(kind, collection_id, "0", 0))
+    return str(SyncToken(kind, collection_id, counter.epoch, counter.seq))
+
+
+def changes_since(
+    session: Session,
+    kind: str,
+    collection_id: int,
+    token: str | None,
+    limit: int | None = None,
+) -> ChangeSet:
+    """The members that changed after ``token`` (all present members if ``token`` is empty),
+    in change order, at most ``limit`` of them.
+
+    Raises ``InvalidSyncToken`` for a token of another collection or collection life, or one
+    older than the log's horizon. A member created and removed after the token is not
+    reported; one removed is reported as "removed" (RFC 6578 §3.5.1).
+    """
+    counter = _counter(session, kind, collection_id)
+    epoch = "0" if counter is None else counter.epoch
+    head = 0 if counter is None else counter.seq
+    horizon = 0 if counter is None else counter.min_seq
+    since = 0
+    if token:
+        parsed = parse_token(token)
+        if (
+            parsed.kind != kind
+            or parsed.collection_id != collection_id
+            or parsed.epoch != epoch
+            or parsed.seq > head
+            or parsed.seq < horizon
+        ):
+            raise InvalidSyncToken(f"sync token {token!r} is not valid for this collection")
+        since = parsed.seq
+    visible = (
+        not_(SyncChange.removed)
+        if not token
+        else not_(and_(SyncChange.removed, SyncChange.created_seq > since))
+    )
+    stmt = (
+        select(SyncChange)
+        .where(
+            SyncChange.kind == kind,
+            SyncChange.collection_id == collection_id,
+            SyncChange.seq > since,
+            SyncChange.seq <= head,
+            visible,
+        )
+        .order_by(SyncChange.seq)
+    )
+    if limit is not None:
+        stmt = stmt.limit(limit + 1)
+    rows = list(session.execute(stmt).scalars())
+    truncated = limit is not None and len(rows) > limit
+    if truncated:
+        rows = rows[:limit]
+    changes = [
+        Change(
+            name=row.name,
+            kind="removed"
+            if row.removed
+            else ("added" if row.created_seq > since or not token else "modified"),
+            seq=row.seq,
+        )
+        for row in rows
+    ]
+    end = rows[-1].seq if truncated and rows else head
+    return ChangeSet(changes, str(SyncToken(kind, collection_id, epoch, end)), truncated)
+
+
+__all__ = [
+    "Change",
+    "ChangeKind",
+    "ChangeSet",
+    "InvalidSyncToken",
+    "changes_since",
+    "current_seq",
+    "current_token",
+    "drop_collection",
+    "init_collection",
+    "record_change",
+]
