@@ -1,0 +1,150 @@
+"""``POST /remote.php/dav/bulk``: many small files in one request (nextcloud_protocol.md A.8).
+
+Each part carries ``X-File-Path`` (relative to the user's files root), ``X-File-MD5`` (hex of
+the part body), ``X-File-Mtime`` (or ``X-OC-Mtime``) and ``Content-Length``. Parts are ingested
+through the blob chain one after another as the body streams in (the MD5 is computed during
+ingest); then every file whose MD5 matched is written with ``oxidav.tree.write_file`` in one
+transaction. The reply is 200 with a JSON object keyed by exactly the ``X-File-Path`` sent:
+``{"error": false, "etag", "fileid", "permissions", "X-OC-MTime"}`` or
+``{"error": true, "message"}``. A bad MD5 or path fails that file only; a body that is not
+well-formed multipart fails the request with 400 (and a logged reason).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_METHOD_NOT_ALLOWED, DAVError
+
+from oxidav.authz.credential_cache import Principal
+from oxidav.blobs import IncompleteContentError, StoredContent
+from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, Part, boundary_of
+from oxidav.nextcloud.checksums import format_checksum
+from oxidav.nextcloud.context import ENVIRON_PRINCIPAL
+from oxidav.nextcloud.enrichers import oc_id, permissions
+from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
+from oxidav.providers.urls import DAV_ROOT
+from oxidav.tree import TreeError, normalize_path, write_file
+
+if TYPE_CHECKING:
+    from oxidav.nextcloud.context import NextcloudContext
+
+log = logging.getLogger("oxidav.nextcloud")
+
+BULK_PATH = f"{DAV_ROOT}/bulk"
+
+Result = dict[str, Any]
+
+
+@dataclass
+class _Upload:
+    """A part whose content is stored and waits to be written to the tree."""
+
+    key: str
+    path: str
+    content: StoredContent
+    mtime: datetime | None
+    checksum: str | None
+
+
+def _error(message: str) -> Result:
+    return {"error": True, "message": message}
+
+
+class BulkUpload:
+    def __init__(self, context: NextcloudContext) -> None:
+        self.context = context
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "POST":
+            raise DAVError(HTTP_METHOD_NOT_ALLOWED, "bulk upload takes POST")
+        principal = environ.get(ENVIRON_PRINCIPAL)
+        if not isinstance(principal, Principal):
+            raise DAVError(401)
+        try:
+            boundary = boundary_of(environ.get("CONTENT_TYPE", ""))
+        except MultipartError as exc:
+            log.warning("bulk upload rejected: %s", exc)
+            raise DAVError(HTTP_BAD_REQUEST, f"bad multipart: {exc}") from None
+        raw_length = str(environ.get("CONTENT_LENGTH", "")).strip()
+        limit = int(raw_length) if raw_length.isdigit() else None
+        reader = MultipartReader(environ["wsgi.input"], boundary, limit)
+        results: dict[str, Result] = {}
+        uploads: list[_Upload] = []
+        try:
+            for part in reader.parts():
+                self._receive(part, results, uploads)
+        except (MultipartError, IncompleteContentError) as exc:
+            log.warning("bulk upload from user %r rejected: %s", principal.username, exc)
+            reader.drain()
+            raise DAVError(HTTP_BAD_REQUEST, f"bad multipart: {exc}") from None
+        environ["wsgidav.all_input_read"] = 1
+        self._write(principal.user_id, uploads, results)
+        body = json.dumps(results, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/json; charset=utf-8"),
+                ("Content-Length", str(len(body))),
+            ],
+        )
+        return [body]
+
+    def _receive(self, part: Part, results: dict[str, Result], uploads: list[_Upload]) -> None:
+        key = part.headers.get("x-file-path")
+        if not key:
+            raise MultipartError("a part has no X-File-Path")
+        content = self.context.chain.ingest(part.body, expected_length=part.length, md5=True)
+        declared = part.headers.get("x-file-md5", "").strip().lower()
+        if not declared:
+            results[key] = _error("X-File-MD5 header is missing")
+            return
+        if content.md5 != declared:
+            results[key] = _error(f"MD5 mismatch: declared {declared}, content has {content.md5}")
+            return
+        try:
+            path = normalize_path(key)
+            mtime = parse_mtime(part.headers.get("x-file-mtime") or part.headers.get("x-oc-mtime"))
+        except (TreeError, InvalidMtime) as exc:
+            results[key] = _error(str(exc))
+            return
+        if not path:
+            results[key] = _error("cannot write the root folder")
+            return
+        uploads.append(_Upload(key, path, content, mtime, format_checksum("MD5", declared)))
+
+    def _write(self, user_id: int, uploads: list[_Upload], results: dict[str, Result]) -> None:
+        if not uploads:
+            return
+        settings = self.context.settings
+        with self.context.db.write() as session:
+            for upload in uploads:
+                try:
+                    written = write_file(
+                        session,
+                        self.context.chain,
+                        user_id,
+                        upload.path,
+                        upload.content,
+                        mtime=upload.mtime,
+                        checksums=upload.checksum,
+                        default_quota_bytes=settings.default_quota_bytes,
+                    )
+                except TreeError as exc:
+                    # write_file raises before it changes anything, so the batch goes on.
+                    results[upload.key] = _error(f"{exc.status}: {exc}")
+                    continue
+                node = written.node
+                results[upload.key] = {
+                    "error": False,
+                    "etag": f'"{node.etag}"',
+                    "fileid": oc_id(node.id, settings.instance_id),
+                    "permissions": permissions(node),
+                }
+                if upload.mtime is not None:
+                    results[upload.key]["X-OC-MTime"] = "accepted"

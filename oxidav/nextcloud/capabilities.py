@@ -1,0 +1,69 @@
+"""What oxidav tells Nextcloud clients about itself: the version and the capabilities.
+
+This is the one place that lists the Nextcloud features oxidav advertises. A client changes
+its behaviour on each of them (nextcloud_protocol.md A.3): ``dav.chunking`` selects chunked
+upload v2, ``dav.bulkupload`` the bulk endpoint, ``checksums`` the ``OC-Checksum`` header. So
+a feature goes in here only once it works end to end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: The Nextcloud server version oxidav claims to be (clients gate features on >= 10, 18, 25).
+VERSION = (28, 0, 4, 1)
+VERSION_STRING = "28.0.4"
+PRODUCT_NAME = "Nextcloud"
+
+#: Checksum algorithms oxidav verifies on upload (``OC-Checksum``), in order of preference.
+CHECKSUM_TYPES = ("SHA1", "MD5", "ADLER32")
+
+
+def version_text() -> str:
+    """``"28.0.4.1"``: the four-part version of status.php."""
+    return ".".join(str(part) for part in VERSION)
+
+
+def version_block() -> dict[str, Any]:
+    """The ``version`` object of the OCS capabilities answer."""
+    major, minor, micro, _ = VERSION
+    return {
+        "major": major,
+        "minor": minor,
+        "micro": micro,
+        "string": VERSION_STRING,
+        "edition": "",
+        "extendedSupport": False,
+    }
+
+
+def capabilities() -> dict[str, Any]:
+    """The ``capabilities`` object of ``/ocs/v{1,2}.php/cloud/capabilities``."""
+    return {
+        "core": {"pollinterval": 60, "webdav-root": "remote.php/webdav"},
+        "dav": {"chunking": "1.0", "bulkupload": "1.0"},
+        "checksums": {
+            "supportedTypes": list(CHECKSUM_TYPES),
+            "preferredUploadType": CHECKSUM_TYPES[0],
+        },
+        "files": {
+            "bigfilechunking": True,
+            "undelete": True,
+            "favorites": True,
+            "versioning": False,
+        },
+    }
+
+
+def status() -> dict[str, Any]:
+    """The object of ``/status.php`` (nextcloud_protocol.md A.2)."""
+    return {
+        "installed": True,
+        "maintenance": False,
+        "needsDbUpgrade": False,
+        "version": version_text(),
+        "versionstring": VERSION_STRING,
+        "edition": "",
+        "productname": PRODUCT_NAME,
+        "extendedSupport": False,
+    }

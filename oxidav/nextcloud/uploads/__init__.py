@@ -1,0 +1,9 @@
+"""Nextcloud chunked upload v2: ``/remote.php/dav/uploads/<user>/<transfer id>/<chunk>``
+(nextcloud_protocol.md A.8, server apps/dav/lib/Upload/ChunkingV2Plugin.php).
+
+- ``sessions``: the upload sessions and their chunks as data (no HTTP): create, store a chunk
+  (each chunk goes through ``BlobChain.ingest`` as it arrives), list for resume, assemble with
+  ``BlobChain.concat`` in numeric chunk order, abort, purge sessions idle for 24 h.
+- ``provider``: the WsgiDAV provider mounted at ``/remote.php/dav/uploads``: MKCOL, PUT of a
+  chunk, PROPFIND, DELETE, and MOVE of ``.file`` onto the ``Destination`` file.
+"""

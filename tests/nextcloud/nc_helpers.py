@@ -1,0 +1,56 @@
+"""Helpers of the Nextcloud tests: bulk bodies, tree reads through the blob chain."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import select
+
+from oxidav.blobs import BlobChain
+from oxidav.db import Database
+from oxidav.db.models.users import User
+from oxidav.tree import resolve
+from oxidav.tree.types import NodeInfo
+
+BOUNDARY = "boundary_.oOo._abc123"
+
+
+def bulk_part(
+    path: str,
+    data: bytes,
+    md5: str | None = None,
+    mtime: int | None = 1700000000,
+    length: int | None = None,
+) -> bytes:
+    lines = [f"--{BOUNDARY}"]
+    lines.append(f"Content-Length: {len(data) if length is None else length}")
+    lines.append("Content-Type: application/octet-stream")
+    lines.append(f"X-File-MD5: {hashlib.md5(data).hexdigest() if md5 is None else md5}")
+    if mtime is not None:
+        lines.append(f"X-File-Mtime: {mtime}")
+    lines.append(f"X-File-Path: {path}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + data + b"\r\n"
+
+
+def bulk_body(*parts: bytes) -> bytes:
+    return b"".join(parts) + f"--{BOUNDARY}--\r\n".encode()
+
+
+BULK_HEADERS = {"Content-Type": f'multipart/related; boundary="{BOUNDARY}"'}
+
+
+def user_id(db: Database, name: str) -> int:
+    with db.read() as session:
+        return int(session.scalar(select(User.id).where(User.username == name)) or 0)
+
+
+def node_at(db: Database, uid: int, path: str) -> NodeInfo | None:
+    with db.read() as session:
+        return resolve(session, uid, path)
+
+
+def content_of(chain: BlobChain, node: NodeInfo) -> bytes:
+    if node.manifest_hash is None:
+        return b""
+    with chain.open(node.manifest_hash) as reader:
+        return reader.read()
