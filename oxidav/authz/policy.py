@@ -3,25 +3,17 @@
 For now the rule is ownership: a user reaches only the user-scoped collections that carry their
 own name (files, calendars, address books, uploads, trashbin). Anything else that is
 user-scoped answers 404, not 403, so that a probe cannot tell whether another user (or their
-file) exists. Sharing (grants) will extend this module, not the handlers.
+file) exists. Grants (``oxidav.authz.engine``) will extend this rule, not the handlers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from oxidav.authz.decision import ALLOW, Decision
 from oxidav.providers.urls import owner_of_path
 
-
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    status: int = 200
-    reason: str = ""
-
-
-ALLOW = Decision(True)
+__all__ = ["ALLOW", "Decision", "decide", "destination_path"]
 
 
 def destination_path(destination: str) -> str:

@@ -1,0 +1,13 @@
+"""Fixtures of the authz tests: a world of three users and a small tree of alice's."""
+
+from __future__ import annotations
+
+import pytest
+from grants_support import World, make_world
+
+from oxidav.db import Database
+
+
+@pytest.fixture
+def world(database: Database) -> World:
+    return make_world(database)
