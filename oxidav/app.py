@@ -23,8 +23,17 @@ from oxidav.access_log import AccessLog
 from oxidav.authz.basic_auth import OxiHTTPAuthenticator
 from oxidav.authz.domain_controller import OxiDomainController
 from oxidav.authz.middleware import AuthzMiddleware
+from oxidav.nextcloud.context import nextcloud_context
+from oxidav.nextcloud.endpoints import nextcloud_routes
 from oxidav.nextcloud.middleware import NextcloudMiddleware
+from oxidav.nextcloud.trashbin import TrashbinProvider
+from oxidav.nextcloud.uploads.provider import UploadsProvider
 from oxidav.providers import urls
+from oxidav.providers.addressbooks import AddressbooksProvider
+from oxidav.providers.calendars import CalendarsProvider
+from oxidav.providers.files import FilesProvider
+from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.principals import PrincipalsProvider
 from oxidav.providers.resolver import OxiRequestResolver
 from oxidav.providers.root import DavRootProvider
 from oxidav.routes import DISCOVERY_ROUTES, Router
@@ -39,6 +48,16 @@ def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
     """Every DAV provider and the path it is mounted at (longest prefix wins)."""
     return {
         urls.DAV_ROOT: DavRootProvider(),
+        "/": DavRootProvider(),  # discovery from the bare server URL (RFC 5397 on "/")
+        urls.UPLOADS: UploadsProvider(nextcloud_context(services)),
+        urls.TRASHBIN: TrashbinProvider(nextcloud_context(services)),
+        urls.FILES: FilesProvider.from_settings(settings, services.db, services.blobs),
+        urls.LEGACY_WEBDAV: FilesProvider.from_settings(
+            settings, services.db, services.blobs, user_from="auth", canonical_share=urls.FILES
+        ),
+        urls.ADDRESSBOOKS: AddressbooksProvider(services.db, settings),
+        urls.PRINCIPALS: PrincipalsProvider(services.db, settings),
+        urls.CALENDARS: CalendarsProvider(services.db, settings),
     }
 
 
@@ -65,7 +84,7 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
         },
         "oxidav": {"authenticator": services.authenticator, "services": services},
         "dir_browser": {"enable": False},
-        "lock_storage": False,
+        "lock_storage": DbLockStorage(services.db),
         "property_manager": None,
         "block_size": 256 * 1024,
         "verbose": 1,
@@ -79,4 +98,4 @@ def make_app(settings: Settings, services: Services | None = None) -> WSGIApplic
     """Build the WSGI app. The database must already be migrated (``bootstrap.prepare``)."""
     services = services or Services.open(settings)
     dav = WsgiDAVApp(dav_config(settings, services))
-    return AccessLog(Router(DISCOVERY_ROUTES, fallback=dav))
+    return AccessLog(Router([*DISCOVERY_ROUTES, *nextcloud_routes(services)], fallback=dav))

@@ -52,6 +52,6 @@ def _known(scripts: ScriptDirectory, revision: str) -> bool:
     return any(script.revision == revision for script in scripts.walk_revisions())
 
 
-def upgrade(engine: Engine, revision: str = "heads") -> None:
+def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database to ``revision`` (default: the newest)."""
     command.upgrade(alembic_config(engine), revision)

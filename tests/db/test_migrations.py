@@ -54,3 +54,13 @@ def test_sqlite_connection_settings(tmp_path) -> None:
 def test_memory_sqlite_is_refused() -> None:
     with pytest.raises(ValueError, match="memory"):
         Database.from_url("sqlite://")
+
+
+def test_migrations_form_one_line() -> None:
+    from alembic.script import ScriptDirectory
+
+    from oxidav.db.migrate import MIGRATIONS_DIR
+
+    scripts = ScriptDirectory(str(MIGRATIONS_DIR))
+    assert len(scripts.get_heads()) == 1
+    assert len(scripts.get_bases()) == 1

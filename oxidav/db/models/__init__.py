@@ -4,7 +4,17 @@ Each room of oxidav owns one module: ``users`` (authz), ``blobs``, ``tree``, ``c
 ``contacts``. Add a module here when a room gains tables, and an Alembic revision with it.
 """
 
-from oxidav.db.models import blobs, calendars, contacts, tree
+from oxidav.db.models import authz, blobs, calendars, contacts, nextcloud, sync, tree
 from oxidav.db.models.users import AppPassword, User
 
-__all__ = ["AppPassword", "User", "blobs", "calendars", "contacts", "tree"]
+__all__ = [
+    "AppPassword",
+    "User",
+    "authz",
+    "blobs",
+    "calendars",
+    "contacts",
+    "nextcloud",
+    "sync",
+    "tree",
+]
