@@ -1,15 +1,13 @@
 """The CardDAV writes oxidav handles itself: PUT and DELETE of a card, extended MKCOL.
 
-WsgiDAV's own PUT ignores ``If-Match`` on a missing target and commits a short body
-(wsgidav.md §0.7, §0.8), and its MKCOL refuses a body (415). These handlers read the request
-themselves: the body is counted against ``Content-Length`` and bounded by
-``max_resource_bytes``, the conditions are checked in the same transaction as the write
+The request plumbing is ``dav_writes``'s (WsgiDAV's MKCOL also refuses a body, 415, so the
+extended MKCOL is here too). The conditions are checked in the same transaction as the write
 (``ContactStore``), and every refusal carries its RFC 6352 precondition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from lxml import etree
@@ -34,18 +32,17 @@ from oxidav.contacts import (
     UnsupportedCardError,
 )
 from oxidav.providers.addressbook_resources import AddressBookCollection, AddressBookHome
-from oxidav.providers.contacts_context import (
-    ADDRESSBOOK,
-    ADDRESSBOOK_DESCRIPTION,
-    DISPLAYNAME,
-    MAX_CARD_NAME,
-    RESOURCETYPE,
-    condition,
-    dav_error,
+from oxidav.providers.contacts_context import ADDRESSBOOK, ADDRESSBOOK_DESCRIPTION, dav_error
+from oxidav.providers.dav_writes import (
+    MAX_OBJECT_NAME,
+    StartResponse,
+    check_put,
+    entity_tags,
+    media_type,
+    read_body,
 )
+from oxidav.providers.dav_xml import DISPLAYNAME, RESOURCETYPE, condition, element_text
 
-StartResponse = Callable[..., Any]
-READ_BLOCK = 64 * 1024
 #: Media types a card PUT may declare (RFC 6350 §10.1; text/directory is RFC 2425's 3.0 type).
 ACCEPTED_CARD_TYPES = (
     "text/vcard",
@@ -57,61 +54,11 @@ ACCEPTED_CARD_TYPES = (
 
 
 def parse_conditions(environ: dict[str, Any]) -> Conditions:
-    """``If-Match`` / ``If-None-Match`` as unquoted entity tags (weak tags compare by their
-    opaque part, as WsgiDAV does)."""
-
-    def tags(header: str | None) -> tuple[str, ...] | None:
-        if header is None:
-            return None
-        result = []
-        for part in header.split(","):
-            tag = part.strip()
-            if tag.startswith("W/"):
-                tag = tag[2:]
-            tag = tag.strip('"')
-            if tag:
-                result.append(tag)
-        return tuple(result)
-
+    """``If-Match`` / ``If-None-Match`` of the request (RFC 9110 §13.1.1-2)."""
     return Conditions(
-        if_match=tags(environ.get("HTTP_IF_MATCH")),
-        if_none_match=tags(environ.get("HTTP_IF_NONE_MATCH")),
+        if_match=entity_tags(environ.get("HTTP_IF_MATCH")),
+        if_none_match=entity_tags(environ.get("HTTP_IF_NONE_MATCH")),
     )
-
-
-def read_body(environ: dict[str, Any], limit: int) -> bytes:
-    """The request body, at most ``limit`` bytes (``CardTooLargeError`` beyond), and exactly
-    ``Content-Length`` bytes when that is given (400 for a short body)."""
-    stream = environ["wsgi.input"]
-    header = (environ.get("CONTENT_LENGTH") or "").strip()
-    if header:
-        try:
-            length = int(header)
-        except ValueError:
-            raise DAVError(HTTP_BAD_REQUEST, "invalid Content-Length") from None
-        if length > limit:
-            raise CardTooLargeError(f"the body has {length} bytes; at most {limit} are allowed")
-        chunks: list[bytes] = []
-        remaining = length
-        while remaining > 0:
-            chunk = stream.read(min(remaining, READ_BLOCK))
-            if not chunk:
-                raise DAVError(HTTP_BAD_REQUEST, "the body is shorter than its Content-Length")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return b""
-    chunks = []
-    size = 0
-    while True:
-        chunk = stream.read(READ_BLOCK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > limit:
-            raise CardTooLargeError(f"the body exceeds {limit} bytes")
-        chunks.append(chunk)
 
 
 def put_card(
@@ -121,35 +68,19 @@ def put_card(
     name: str,
 ) -> Iterable[bytes]:
     """PUT of ``name`` into ``book`` (RFC 6352 §6.3.2): 201 or 204 with the new ETag."""
-    if book is None:
-        raise DAVError(HTTP_CONFLICT, "the address book does not exist")
-    if not name or len(name) > MAX_CARD_NAME:
-        raise DAVError(HTTP_BAD_REQUEST, "invalid card name")
-    if "HTTP_CONTENT_RANGE" in environ or "HTTP_CONTENT_ENCODING" in environ:
-        raise DAVError(HTTP_BAD_REQUEST, "Content-Range / Content-Encoding are not supported")
+    book = check_put(environ, book, name, container="address book", member="card")
     store = book.backend.store
     try:
-        media, charset = _media_type(environ.get("CONTENT_TYPE") or "text/vcard")
+        media, charset = media_type(environ.get("CONTENT_TYPE") or "text/vcard")
         if media not in ACCEPTED_CARD_TYPES:
             raise UnsupportedCardError(f"{media} is not a vCard media type")
-        body = _decode(read_body(environ, store.max_resource_bytes), charset)
-        result = store.put_card(book.book.id, name, body, parse_conditions(environ))
+        body = _decode(read_body(environ, store.max_resource_bytes, CardTooLargeError), charset)
+        result = store.put_card(book.info.id, name, body, parse_conditions(environ))
     except ContactsError as exc:
-        raise dav_error(exc, book.card_href) from None
+        raise dav_error(exc, book.member_href) from None
     status = HTTP_CREATED if result.created else HTTP_NO_CONTENT
     headers = [("ETag", f'"{result.etag}"')]
     return util.send_status_response(environ, start_response, status, add_headers=headers)  # type: ignore[no-any-return]
-
-
-def _media_type(header: str) -> tuple[str, str]:
-    """(media type, charset) of a Content-Type header, both lower-case; charset "" if none."""
-    media, *params = (part.strip() for part in header.split(";"))
-    charset = ""
-    for param in params:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset":
-            charset = value.strip().strip('"').lower()
-    return media.lower(), charset
 
 
 def _decode(body: bytes, charset: str) -> bytes | str:
@@ -173,7 +104,7 @@ def delete_card(
     if book is None:
         raise DAVError(HTTP_NOT_FOUND)
     try:
-        deleted = book.backend.store.delete_card(book.book.id, name, parse_conditions(environ))
+        deleted = book.backend.store.delete_card(book.info.id, name, parse_conditions(environ))
     except ContactsError as exc:
         raise dav_error(exc) from None
     if not deleted:
@@ -196,15 +127,15 @@ def copy_or_move_card(
     book, target_name = target
     if book is None:
         raise DAVError(HTTP_CONFLICT, "the destination address book does not exist")
-    if not target_name or len(target_name) > MAX_CARD_NAME:
+    if not target_name or len(target_name) > MAX_OBJECT_NAME:
         raise DAVError(HTTP_BAD_REQUEST, "invalid destination name")
     overwrite = environ.get("HTTP_OVERWRITE", "T").strip().upper() != "F"
     try:
         result = source.backend.store.copy_card(
-            (source.book.id, name), (book.book.id, target_name), move=move, overwrite=overwrite
+            (source.info.id, name), (book.info.id, target_name), move=move, overwrite=overwrite
         )
     except ContactsError as exc:
-        raise dav_error(exc, book.card_href) from None
+        raise dav_error(exc, book.member_href) from None
     status = HTTP_CREATED if result.created else HTTP_NO_CONTENT
     headers = [("ETag", f'"{result.etag}"')]
     return util.send_status_response(environ, start_response, status, add_headers=headers)  # type: ignore[no-any-return]
@@ -252,9 +183,9 @@ def _mkcol_properties(body: etree._Element | None) -> tuple[str, str]:
                 )
             is_addressbook = ADDRESSBOOK in kinds
         elif prop.tag == DISPLAYNAME:
-            displayname = _text(prop)
+            displayname = element_text(prop)
         elif prop.tag == ADDRESSBOOK_DESCRIPTION:
-            description = _text(prop)
+            description = element_text(prop)
     if not is_addressbook:
         raise DAVError(
             HTTP_FORBIDDEN,
@@ -262,7 +193,3 @@ def _mkcol_properties(body: etree._Element | None) -> tuple[str, str]:
             err_condition=condition("{DAV:}valid-resourcetype"),
         )
     return displayname, description
-
-
-def _text(element: etree._Element) -> str:
-    return "".join(str(part) for part in element.itertext())

@@ -27,19 +27,15 @@ from oxidav.providers.calendar_context import (
     CALENDAR_DESCRIPTION,
     CALENDAR_ORDER,
     CALENDAR_TIMEZONE,
-    DISPLAYNAME,
-    RESOURCETYPE,
     SUPPORTED_COMPONENT_SET,
     C,
-    condition,
     dav_error,
 )
+from oxidav.providers.dav_reports import ReportProps
+from oxidav.providers.dav_xml import DISPLAYNAME, RESOURCETYPE, condition, element_text
 
 if TYPE_CHECKING:
     from oxidav.providers.calendar_resources import CalendarObjectResource
-
-#: Properties answered when a REPORT names none.
-DEFAULT_PROPS = ("{DAV:}getetag",)
 
 #: Collection property -> ``CalendarStore`` field it is stored in.
 SETTABLE = {
@@ -51,68 +47,25 @@ SETTABLE = {
 }
 
 
-def calendar_data_element(text: str) -> etree._Element:
-    element = etree.Element(CALENDAR_DATA)
-    element.text = text
-    return element
-
-
-class CalendarPropRequest:
+class CalendarPropRequest(ReportProps):
     """The properties a REPORT asks for: names, and how to render ``calendar-data``."""
 
+    data_property = CALENDAR_DATA
+
     def __init__(self, prop: etree._Element | None, mode: str = "named") -> None:
-        self.mode = mode
-        self.names: list[str] = []
         self.calendar_data = CalendarDataRequest()
-        if mode != "named":
-            return
-        if prop is None:
-            self.names = list(DEFAULT_PROPS)
-            return
-        for child in prop:
-            if isinstance(child, etree._Comment | etree._ProcessingInstruction):
-                continue
-            self.names.append(child.tag)
-            if child.tag == CALENDAR_DATA:
-                try:
-                    self.calendar_data = parse_calendar_data(child)
-                except CalendarError as exc:
-                    raise dav_error(exc) from None
+        super().__init__(prop, mode)
 
-    @classmethod
-    def from_body(cls, body: etree._Element) -> CalendarPropRequest:
-        if body.find("{DAV:}allprop") is not None:
-            return cls(None, "allprop")
-        if body.find("{DAV:}propname") is not None:
-            return cls(None, "name")
-        return cls(body.find("{DAV:}prop"))
-
-    @property
-    def wants_data(self) -> bool:
-        return CALENDAR_DATA in self.names
+    def read_data_request(self, element: etree._Element) -> None:
+        try:
+            self.calendar_data = parse_calendar_data(element)
+        except CalendarError as exc:
+            raise dav_error(exc) from None
 
     def properties(
         self, resource: CalendarObjectResource, floating: tzinfo
     ) -> list[tuple[str, Any]]:
-        if self.mode != "named":
-            return list(resource.get_properties(self.mode))
-        result: list[tuple[str, Any]] = []
-        for name in self.names:
-            try:
-                if name == CALENDAR_DATA:
-                    value: Any = calendar_data_element(
-                        resource.render(self.calendar_data, floating)
-                    )
-                else:
-                    value = resource.get_property_value(name)
-            except DAVError as exc:
-                value = exc
-            result.append((name, value))
-        return result
-
-
-def _text(element: etree._Element) -> str:
-    return "".join(str(part) for part in element.itertext())
+        return self.property_list(resource, lambda: resource.render(self.calendar_data, floating))
 
 
 def property_setting(name: str, element: etree._Element | None) -> tuple[str, Any]:
@@ -125,7 +78,7 @@ def property_setting(name: str, element: etree._Element | None) -> tuple[str, An
         )
     if element is None:
         return field, 0 if field == "sort_order" else ""
-    text = _text(element).strip() if field != "timezone" else _text(element)
+    text = element_text(element).strip() if field != "timezone" else element_text(element)
     if field == "sort_order":
         try:
             return field, int(text or "0")

@@ -1,5 +1,6 @@
-"""CalDAV REPORTs: calendar-query (RFC 4791 §7.8), calendar-multiget (§7.9), free-busy-query
-(§7.10) and, through ``sync_report``, sync-collection (RFC 6578) on calendars.
+"""CalDAV REPORTs: calendar-query (RFC 4791 §7.8), free-busy-query (§7.10), and the generic
+calendar-multiget (§7.9, ``dav_reports.MultigetReport``) and sync-collection (RFC 6578,
+``sync_report``) on calendars.
 
 calendar-query runs through ``CalendarStore.query``: an SQL pre-filter on the indexed
 component type and time bounds, then the exact filter on those candidates. Floating times and
@@ -13,11 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import tzinfo
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from lxml import etree
-from wsgidav import util, xml_tools
-from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.calendars.errors import (
     CalendarError,
@@ -35,13 +33,9 @@ from oxidav.providers.calendar_resources import (
     CalendarHome,
     CalendarObjectResource,
 )
+from oxidav.providers.dav_reports import MultigetReport, matches_response, nresults
 from oxidav.providers.request_server import register_report
-from oxidav.providers.sync_report import (
-    INSUFFICIENT_STORAGE,
-    NOT_FOUND,
-    SyncCollectionReport,
-    status_response,
-)
+from oxidav.providers.sync_report import SyncCollectionReport
 
 CALENDAR_QUERY = C + "calendar-query"
 CALENDAR_MULTIGET = C + "calendar-multiget"
@@ -99,59 +93,16 @@ class CalendarQueryReport:
                 matched = store.query(calendar.info, root, zone)
         except CalendarError as exc:
             raise dav_error(exc) from None
+        # RFC 5323 §5.17 / RFC 6352 §8.6.1: at most nresults, the rest announced by a 507.
         limit = _limit(body)
-        multistatus = xml_tools.make_multistatus_el()
-        for obj in matched[:limit]:
-            obj_res = calendar.object_resource(obj)
-            util.add_property_response(
-                multistatus, obj_res.get_href(), props.properties(obj_res, zone)
-            )
-        if limit is not None and len(matched) > limit:
-            # RFC 5323 §5.17 / RFC 6352 §8.6.1: the rest is announced by a 507.
-            status_response(
-                multistatus,
-                resource.get_href(),
-                INSUFFICIENT_STORAGE,
-                error="{DAV:}number-of-matches-within-limits",
-            )
-        return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
-
-
-class CalendarMultigetReport:
-    """RFC 4791 §7.9: the named objects of one calendar; an href that names no object of it
-    gets its own 404 response."""
-
-    name = CALENDAR_MULTIGET
-
-    def applies_to(self, resource: Any) -> bool:
-        return isinstance(resource, CalendarCollection)
-
-    def handle(
-        self,
-        server: Any,
-        environ: dict[str, Any],
-        start_response: Any,
-        resource: CalendarCollection,
-        body: etree._Element,
-    ) -> Iterable[bytes]:
-        props = CalendarPropRequest.from_body(body)
-        hrefs = [(el.text or "").strip() for el in body.findall("{DAV:}href")]
-        base = unquote(str(resource.get_href()))
-        names = {href: _member_name(base, href) for href in hrefs}
-        objects = resource.backend.store.get_objects(
-            resource.info.id, [name for name in names.values() if name]
+        found = [calendar.member_resource(obj) for obj in matched[:limit]]
+        return matches_response(
+            environ,
+            start_response,
+            resource.get_href(),
+            ((obj.get_href(), props.properties(obj, zone)) for obj in found),
+            truncated=limit is not None and len(matched) > limit,
         )
-        multistatus = xml_tools.make_multistatus_el()
-        for href in hrefs:
-            obj = objects.get(names[href] or "")
-            if obj is None:
-                status_response(multistatus, href, NOT_FOUND)
-            else:
-                obj_res = resource.object_resource(obj)
-                util.add_property_response(
-                    multistatus, href, props.properties(obj_res, resource.floating_tz)
-                )
-        return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
 
 
 class FreeBusyQueryReport:
@@ -201,32 +152,16 @@ class FreeBusyQueryReport:
 
 def _limit(body: etree._Element) -> int | None:
     """``DAV:limit/DAV:nresults`` of a calendar-query (RFC 5323 §5.17), if any."""
-    text = body.findtext("{DAV:}limit/{DAV:}nresults")
-    if text is None:
+    if body.find("{DAV:}limit/{DAV:}nresults") is None:
         return None
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise DAVError(HTTP_BAD_REQUEST, "DAV:limit needs an integer nresults") from None
-    if value < 0:
-        raise DAVError(HTTP_BAD_REQUEST, "nresults must not be negative")
-    return value
-
-
-def _member_name(base: str, href: str) -> str | None:
-    """The object name an href names inside the collection at ``base`` (decoded), else None."""
-    path = unquote(urlsplit(href).path)
-    if not path.startswith(base):
-        return None
-    name = path[len(base) :]
-    return name if name and "/" not in name else None
+    return nresults(body.find("{DAV:}limit"))
 
 
 REPORT_NAMES = (CALENDAR_QUERY, CALENDAR_MULTIGET, FREE_BUSY_QUERY, SyncCollectionReport.name)
 
 for _report in (
     CalendarQueryReport(),
-    CalendarMultigetReport(),
+    MultigetReport(CALENDAR_MULTIGET, CalendarCollection, CalendarPropRequest),
     FreeBusyQueryReport(),
     SyncCollectionReport(CalendarCollection),
 ):

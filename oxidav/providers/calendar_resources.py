@@ -9,14 +9,12 @@ keeps to RFC 4918's live properties, propname lists them all.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
-from urllib.parse import quote
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
-from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
 from oxidav.calendars.caldata import CalendarDataRequest, render_calendar_data
 from oxidav.calendars.errors import AlreadyExists, CalendarError, NotFound
@@ -32,97 +30,42 @@ from oxidav.providers.calendar_context import (
     CALENDAR_DESCRIPTION,
     CALENDAR_ORDER,
     CALENDAR_TIMEZONE,
-    CURRENT_USER_PRINCIPAL,
-    CURRENT_USER_PRIVILEGE_SET,
-    GETCTAG,
-    GETETAG,
     MAX_DATE_TIME,
     MAX_RESOURCE_SIZE,
     MIN_DATE_TIME,
-    OWNER,
-    RESOURCETYPE,
+    OWNER_PRIVILEGES,
     SUPPORTED_CALENDAR_DATA,
     SUPPORTED_COMPONENT_SET,
-    SUPPORTED_REPORT_SET,
-    SYNC_TOKEN,
     C,
     CalendarBackend,
-    UserRecord,
-    condition,
     dav_error,
-    href_element,
-    privilege_set,
-    text_element,
 )
 from oxidav.providers.calendar_props import (
     SETTABLE,
-    calendar_data_element,
+    CalendarPropRequest,
     collection_settings,
     property_setting,
 )
-from oxidav.providers.request_server import supported_reports
-from oxidav.providers.urls import principal_href
+from oxidav.providers.dav_collections import (
+    Getter,
+    ObjectCollection,
+    OwnedCollection,
+    TextObjectResource,
+)
+from oxidav.providers.dav_users import UserRecord
+from oxidav.providers.dav_xml import (
+    CURRENT_USER_PRIVILEGE_SET,
+    OWNER,
+    condition,
+    text_element,
+)
 from oxidav.sync import ChangeSet
 
-Getter = Callable[[], Any]
 
-
-class _Properties:
-    """Mixin: live properties from a ``{name: getter}`` table, before WsgiDAV's own."""
-
-    environ: dict[str, Any]
-    owner_name: str
-
-    def live_properties(self) -> dict[str, Getter]:
-        return {
-            CURRENT_USER_PRINCIPAL: self._current_user_principal,
-            CURRENT_USER_PRIVILEGE_SET: privilege_set,
-            OWNER: lambda: href_element(OWNER, principal_href(self.owner_name)),
-            SUPPORTED_REPORT_SET: self._supported_report_set,
-        }
-
-    def prevent_locking(self) -> bool:
-        """No LOCK on calendars or their objects: clients synchronise with ETags."""
-        return True
-
-    def _current_user_principal(self) -> etree._Element:
-        user = self.environ.get("wsgidav.auth.user_name") or self.owner_name
-        return href_element(CURRENT_USER_PRINCIPAL, principal_href(user))
-
-    def _supported_report_set(self) -> etree._Element:
-        element = etree.Element(SUPPORTED_REPORT_SET)
-        for name in supported_reports(self):
-            report = etree.SubElement(
-                etree.SubElement(element, "{DAV:}supported-report"), "{DAV:}report"
-            )
-            etree.SubElement(report, name)
-        return element
-
-
-class CalDavCollection(_Properties, DAVCollection):  # type: ignore[misc]
+class CalDavCollection(OwnedCollection[CalendarBackend]):
     """Base of the CalDAV collections: the owner and the backend, read-only by default."""
 
-    def __init__(
-        self, path: str, environ: dict[str, Any], backend: CalendarBackend, owner_name: str
-    ) -> None:
-        super().__init__(path, environ)
-        self.backend = backend
-        self.owner_name = owner_name
-
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        if is_allprop:
-            return names
-        return names + [name for name in self.live_properties() if name not in names]
-
-    def get_property_value(self, name: str) -> Any:
-        getter = self.live_properties().get(name)
-        if getter is not None:
-            return getter()
-        return super().get_property_value(name)
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise DAVError(HTTP_FORBIDDEN, err_condition=PRECONDITION_CODE_ProtectedProperty)
+    privileges = OWNER_PRIVILEGES
 
 
 class CalendarsRoot(CalDavCollection):
@@ -185,27 +128,18 @@ class CalendarHome(CalDavCollection):
         )
 
 
-class CalendarCollection(CalDavCollection):
+class CalendarCollection(ObjectCollection[CalendarBackend]):
     """``/<user>/<calendar>/``: a calendar collection (RFC 4791 §4.2)."""
 
-    def __init__(
-        self,
-        path: str,
-        environ: dict[str, Any],
-        backend: CalendarBackend,
-        owner_name: str,
-        info: CalendarInfo,
-    ) -> None:
-        super().__init__(path, environ, backend, owner_name)
-        self.info = info
-        self._state: tuple[int, str] | None = None
+    info: CalendarInfo
+    kinds = (CALENDAR,)
+    privileges = OWNER_PRIVILEGES
 
     def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
         info = self.info
         props.update(
             {
-                RESOURCETYPE: self._resourcetype,
                 CALENDAR_DESCRIPTION: lambda: text_element(CALENDAR_DESCRIPTION, info.description),
                 CALENDAR_TIMEZONE: lambda: text_element(CALENDAR_TIMEZONE, info.timezone),
                 SUPPORTED_COMPONENT_SET: self._component_set,
@@ -213,8 +147,7 @@ class CalendarCollection(CalDavCollection):
                 MAX_RESOURCE_SIZE: lambda: str(self.backend.store.max_resource_bytes),
                 MIN_DATE_TIME: lambda: format_utc(MIN_DT),
                 MAX_DATE_TIME: lambda: format_utc(MAX_DT),
-                GETCTAG: lambda: self.sync_state()[1],
-                SYNC_TOKEN: lambda: self.sync_state()[1],
+                **self.sync_properties(),
                 CALENDAR_COLOR: lambda: text_element(CALENDAR_COLOR, info.color),
                 CALENDAR_ORDER: lambda: str(info.sort_order),
             }
@@ -227,17 +160,9 @@ class CalendarCollection(CalDavCollection):
             props.pop(CALENDAR_COLOR)
         return props
 
-    def sync_state(self) -> tuple[int, str]:
-        """(CTag, DAV:sync-token): both change with every object change (RFC 6578 §4)."""
-        if self._state is None:
-            self._state = self.backend.store.sync_state(self.info.id)
-        return self._state
-
-    def _resourcetype(self) -> etree._Element:
-        element = etree.Element(RESOURCETYPE)
-        etree.SubElement(element, "{DAV:}collection")
-        etree.SubElement(element, CALENDAR)
-        return element
+    def load_sync_token(self) -> str:
+        # The CTag and the sync-token both change with every object change (RFC 6578 §4).
+        return self.backend.store.sync_state(self.info.id)[1]
 
     def _component_set(self) -> etree._Element:
         element = etree.Element(SUPPORTED_COMPONENT_SET)
@@ -249,29 +174,14 @@ class CalendarCollection(CalDavCollection):
     def floating_tz(self) -> tzinfo:
         return self.info.floating_tz
 
-    def get_display_name(self) -> str:
-        return self.info.displayname or self.info.uri
+    def member_resource(self, row: ObjectInfo) -> CalendarObjectResource:
+        return CalendarObjectResource(self.member_path(row.name), self.environ, self, row)
 
-    def get_creation_date(self) -> float:
-        return self.info.created_at.timestamp()
+    def load_rows(self) -> list[ObjectInfo]:
+        return self.backend.store.list_objects(self.info.id)
 
-    def object_href(self, name: str) -> str:
-        return str(self.get_href()) + _quote_segment(name)
-
-    def object_resource(self, obj: ObjectInfo) -> CalendarObjectResource:
-        return CalendarObjectResource(
-            f"{self.path.rstrip('/')}/{obj.name}", self.environ, self, obj
-        )
-
-    def get_member_names(self) -> list[str]:
-        return [obj.name for obj in self.backend.store.list_objects(self.info.id)]
-
-    def get_member_list(self) -> list[CalendarObjectResource]:
-        return [self.object_resource(obj) for obj in self.backend.store.list_objects(self.info.id)]
-
-    def get_member(self, name: str) -> CalendarObjectResource | None:
-        obj = self.backend.store.get_object(self.info.id, name)
-        return None if obj is None else self.object_resource(obj)
+    def load_row(self, name: str) -> ObjectInfo | None:
+        return self.backend.store.get_object(self.info.id, name)
 
     def handle_delete(self) -> bool:
         """DELETE of the calendar: its objects and change log go with it."""
@@ -296,46 +206,54 @@ class CalendarCollection(CalDavCollection):
     def sync_changes(self, token: str | None, limit: int | None) -> ChangeSet:
         return self.backend.store.changes(self.info.id, token, limit)
 
-    def sync_member_href(self, name: str) -> str:
-        return self.object_href(name)
-
     def sync_member_responses(
         self, names: Sequence[str], prop: etree._Element | None
     ) -> dict[str, list[tuple[str, Any]]]:
-        from oxidav.providers.calendar_props import CalendarPropRequest
-
         request = CalendarPropRequest(prop)
         store = self.backend.store
-        objects: dict[str, Any] = (
+        objects: Mapping[str, ObjectInfo] = (
             store.get_objects(self.info.id, names)
             if request.wants_data or request.mode != "named"
             else store.object_infos(self.info.id, names)
         )
-        return {
-            name: request.properties(self.object_resource(obj), self.floating_tz)
-            for name, obj in objects.items()
-        }
+        return {name: self.member_properties(request, obj) for name, obj in objects.items()}
+
+    # --- MultigetReport (oxidav.providers.dav_reports) ---------------------------------------
+
+    def load_members(self, names: Sequence[str]) -> Mapping[str, StoredObject]:
+        return self.backend.store.get_objects(self.info.id, names)
+
+    def member_properties(
+        self, request: CalendarPropRequest, obj: ObjectInfo
+    ) -> list[tuple[str, Any]]:
+        return request.properties(self.member_resource(obj), self.floating_tz)
 
 
-class CalendarObjectResource(_Properties, DAVNonCollection):  # type: ignore[misc]
+class CalendarObjectResource(TextObjectResource):
     """One calendar object resource (RFC 4791 §4.1): the stored text, served unchanged."""
+
+    row: ObjectInfo
+    data_property = CALENDAR_DATA
+    listed_properties = (CURRENT_USER_PRIVILEGE_SET, OWNER, CALENDAR_DATA)
+    privileges = OWNER_PRIVILEGES
 
     def __init__(
         self, path: str, environ: dict[str, Any], calendar: CalendarCollection, obj: ObjectInfo
     ) -> None:
-        super().__init__(path, environ)
+        super().__init__(path, environ, calendar, obj)
         self.calendar = calendar
-        self.obj = obj
-        self.owner_name = calendar.owner_name
         self._stored = obj if isinstance(obj, StoredObject) else None
 
     def stored(self) -> StoredObject:
         if self._stored is None:
-            found = self.calendar.backend.store.get_object(self.calendar.info.id, self.obj.name)
+            found = self.calendar.backend.store.get_object(self.calendar.info.id, self.row.name)
             if found is None:
                 raise DAVError(404)
             self._stored = found
         return self._stored
+
+    def text(self) -> str:
+        return self.stored().data
 
     def render(self, request: CalendarDataRequest, floating: tzinfo) -> str:
         stored = self.stored()
@@ -343,47 +261,11 @@ class CalendarObjectResource(_Properties, DAVNonCollection):  # type: ignore[mis
             return stored.data
         return render_calendar_data(stored.data, stored.parsed(), request, floating)
 
-    def get_content_length(self) -> int:
-        return self.obj.size
-
     def get_content_type(self) -> str:
-        return f"{CALENDAR_CONTENT_TYPE}; component={self.obj.component_type.lower()}"
+        return f"{CALENDAR_CONTENT_TYPE}; component={self.row.component_type.lower()}"
 
     def get_content(self) -> io.BytesIO:
-        return io.BytesIO(self.stored().data.encode("utf-8"))
-
-    def get_etag(self) -> str:
-        return self.obj.etag
-
-    def support_etag(self) -> bool:
-        return True
-
-    def support_ranges(self) -> bool:
-        return False
-
-    def get_last_modified(self) -> float:
-        return self.obj.modified_at.timestamp()
-
-    def get_display_name(self) -> str:
-        return str(self.name)
-
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        return names if is_allprop else [*names, CURRENT_USER_PRIVILEGE_SET, OWNER, CALENDAR_DATA]
-
-    def get_property_value(self, name: str) -> Any:
-        if name == GETETAG:
-            # Quoted, exactly as in the ETag header (WsgiDAV would send it bare).
-            return f'"{self.obj.etag}"'
-        if name == CALENDAR_DATA:
-            return calendar_data_element(self.stored().data)
-        getter = self.live_properties().get(name)
-        if getter is not None:
-            return getter()
-        return super().get_property_value(name)
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise DAVError(HTTP_FORBIDDEN, err_condition=PRECONDITION_CODE_ProtectedProperty)
+        return io.BytesIO(self.text().encode("utf-8"))
 
 
 def _supported_calendar_data() -> etree._Element:
@@ -393,8 +275,3 @@ def _supported_calendar_data() -> etree._Element:
         element, C + "calendar-data", {"content-type": "text/calendar", "version": "2.0"}
     )
     return element
-
-
-def _quote_segment(name: str) -> str:
-    # The characters WsgiDAV's get_href() leaves unquoted, so both spell an href alike.
-    return quote(name, safe="!*'(),$-_|.")

@@ -1,15 +1,13 @@
-"""The CalDAV writes oxidav handles itself: PUT and DELETE of calendar objects.
+"""The CalDAV writes oxidav handles itself: PUT, DELETE, COPY and MOVE of calendar objects.
 
-WsgiDAV's own PUT ignores ``If-Match`` on a missing target and commits a short body
-(wsgidav.md §0.7, §0.8). These handlers read the request themselves: the body is counted
-against ``Content-Length`` and bounded by ``max_resource_bytes``, the conditions are checked
-in the same transaction as the write (``CalendarStore``), and every refusal carries its RFC
-4791 precondition (§5.3.2.1) in a 403/409 body, never a 500.
+The request plumbing is ``dav_writes``'s; the conditions are checked in the same transaction
+as the write (``CalendarStore``), and every refusal carries its RFC 4791 precondition
+(§5.3.2.1) in a 403/409 body, never a 500.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from wsgidav.dav_error import (
@@ -28,72 +26,17 @@ from oxidav.calendars.errors import (
 )
 from oxidav.providers.calendar_context import dav_error
 from oxidav.providers.calendar_resources import CalendarCollection
+from oxidav.providers.dav_writes import (
+    StartResponse,
+    check_put,
+    empty_response,
+    entity_tags,
+    media_type,
+    read_body,
+)
 
-StartResponse = Callable[..., Any]
-READ_BLOCK = 64 * 1024
-MAX_OBJECT_NAME = 255
 #: Media types a PUT may declare: iCalendar (RFC 5545 §8.1), or none more specific.
 ACCEPTED_TYPES = ("text/calendar", "text/plain", "application/octet-stream", "")
-
-
-def entity_tags(header: str | None) -> tuple[str, ...] | None:
-    """An ``If-Match`` / ``If-None-Match`` value as unquoted entity tags (``*`` kept);
-    a weak tag compares by its opaque part, as WsgiDAV does."""
-    if header is None:
-        return None
-    tags = []
-    for part in header.split(","):
-        tag = part.strip()
-        if tag.startswith("W/"):
-            tag = tag[2:]
-        tag = tag.strip('"')
-        if tag:
-            tags.append(tag)
-    return tuple(tags)
-
-
-def read_body(environ: dict[str, Any], limit: int) -> bytes:
-    """The request body, at most ``limit`` bytes (``ResourceTooLarge`` beyond), exactly
-    ``Content-Length`` bytes when that is given (400 for a short body)."""
-    stream = environ["wsgi.input"]
-    header = (environ.get("CONTENT_LENGTH") or "").strip()
-    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-    if header and not chunked:
-        try:
-            length = int(header)
-        except ValueError:
-            raise DAVError(HTTP_BAD_REQUEST, "invalid Content-Length") from None
-        if length > limit:
-            raise ResourceTooLarge(f"the body has {length} bytes; at most {limit} are allowed")
-        chunks: list[bytes] = []
-        remaining = length
-        while remaining > 0:
-            chunk = stream.read(min(remaining, READ_BLOCK))
-            if not chunk:
-                raise DAVError(HTTP_BAD_REQUEST, "the body is shorter than its Content-Length")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    if not chunked:
-        return b""
-    chunks = []
-    size = 0
-    while True:
-        chunk = stream.read(READ_BLOCK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > limit:
-            raise ResourceTooLarge(f"the body exceeds {limit} bytes")
-        chunks.append(chunk)
-
-
-def empty_response(
-    start_response: StartResponse, status: str, headers: list[tuple[str, str]] | None = None
-) -> list[bytes]:
-    """A response without a body (WsgiDAV's status responses carry an HTML page)."""
-    start_response(status, [*(headers or []), ("Content-Length", "0")])
-    return [b""]
 
 
 def put_object(
@@ -104,18 +47,13 @@ def put_object(
 ) -> Iterable[bytes]:
     """PUT of ``name`` into ``calendar`` (RFC 4791 §5.3.2): 201 or 204 with the ETag (the
     stored bytes are the bytes sent, so the ETag is always the stored one)."""
-    if calendar is None:
-        raise DAVError(HTTP_CONFLICT, "the calendar does not exist")
-    if not name or len(name) > MAX_OBJECT_NAME:
-        raise DAVError(HTTP_BAD_REQUEST, "invalid object name")
-    if "HTTP_CONTENT_RANGE" in environ or "HTTP_CONTENT_ENCODING" in environ:
-        raise DAVError(HTTP_BAD_REQUEST, "Content-Range / Content-Encoding are not supported")
+    calendar = check_put(environ, calendar, name, container="calendar", member="object")
     store = calendar.backend.store
     try:
-        media = (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower()
+        media, _ = media_type(environ.get("CONTENT_TYPE") or "")
         if media not in ACCEPTED_TYPES:
             raise UnsupportedCalendarData(f"{media} is not iCalendar")
-        body = read_body(environ, store.max_resource_bytes)
+        body = read_body(environ, store.max_resource_bytes, ResourceTooLarge)
         result = store.put_object(
             calendar.info,
             name,
@@ -124,7 +62,7 @@ def put_object(
             if_none_match=entity_tags(environ.get("HTTP_IF_NONE_MATCH")),
         )
     except (CalendarError, PreconditionFailed) as exc:
-        raise dav_error(exc, calendar.object_href) from None
+        raise dav_error(exc, calendar.member_href) from None
     except ValueError as exc:
         raise DAVError(HTTP_BAD_REQUEST, str(exc)) from None
     status = "201 Created" if result.created else "204 No Content"
@@ -181,7 +119,7 @@ def transfer_object(
             overwrite=overwrite == "T",
         )
     except (CalendarError, PreconditionFailed) as exc:
-        raise dav_error(exc, target.object_href) from None
+        raise dav_error(exc, target.member_href) from None
     except NotFound:
         raise DAVError(HTTP_NOT_FOUND) from None
     except ValueError as exc:

@@ -25,7 +25,7 @@ from wsgidav.dav_provider import DAVProvider
 from oxidav.calendars.storage import DEFAULT_CALENDAR_URI, CalendarInfo
 from oxidav.db import Database
 from oxidav.providers import calendar_reports, calendar_writes
-from oxidav.providers.calendar_context import CalDavPath, CalendarBackend, finite_depth
+from oxidav.providers.calendar_context import CalDavPath, CalendarBackend
 from oxidav.providers.calendar_resources import (
     CalDavCollection,
     CalendarCollection,
@@ -33,6 +33,7 @@ from oxidav.providers.calendar_resources import (
     CalendarObjectResource,
     CalendarsRoot,
 )
+from oxidav.providers.dav_collections import finite_depth
 from oxidav.providers.files_handlers import XML_METHODS, buffer_chunked_body
 from oxidav.settings import Settings
 
@@ -93,7 +94,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         user = self.backend.user(target.user)
         if user is None:
             return None
-        self.backend.ensure_default_once(user.id)
+        self.backend.prepare_home(user.id)
         return CalendarHome(f"/{target.user}/", environ, self.backend, user)
 
     def _collection(

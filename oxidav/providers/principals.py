@@ -22,7 +22,6 @@ from typing import Any
 
 from lxml import etree
 from wsgidav import util, xml_tools
-from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
 from wsgidav.dav_provider import DAVCollection, DAVProvider
 
 from oxidav.db import Database
@@ -31,20 +30,23 @@ from oxidav.providers.calendar_context import (
     CALENDAR_HOME_SET,
     CALENDAR_USER_ADDRESS_SET,
     CALENDAR_USER_TYPE,
+)
+from oxidav.providers.dav_collections import Getter, LiveProperties, finite_depth
+from oxidav.providers.dav_users import UserDirectory, UserRecord
+from oxidav.providers.dav_xml import (
     CURRENT_USER_PRINCIPAL,
     CURRENT_USER_PRIVILEGE_SET,
     OWNER,
     RESOURCETYPE,
     SUPPORTED_REPORT_SET,
-    CalendarBackend,
-    UserRecord,
-    finite_depth,
     href_element,
     privilege_set,
+    resourcetype,
+    supported_report_set,
     text_element,
 )
 from oxidav.providers.files_handlers import buffer_chunked_body
-from oxidav.providers.request_server import register_report, supported_reports
+from oxidav.providers.request_server import register_report
 from oxidav.providers.root import DavRoot
 from oxidav.settings import Settings
 
@@ -67,21 +69,21 @@ def register_principal_property(name: str, getter: PrincipalGetter) -> None:
     PRINCIPAL_PROPERTIES[name] = getter
 
 
-class _PrincipalBase(DAVCollection):  # type: ignore[misc]
+class _PrincipalBase(LiveProperties, DAVCollection):  # type: ignore[misc]
     """Collections of the principal tree: read-only, with the discovery properties."""
 
-    def __init__(self, path: str, environ: dict[str, Any], backend: CalendarBackend) -> None:
+    def __init__(self, path: str, environ: dict[str, Any], backend: UserDirectory) -> None:
         super().__init__(path, environ)
         self.backend = backend
 
-    def live_properties(self) -> dict[str, Callable[[], Any]]:
+    def live_properties(self) -> dict[str, Getter]:
         return {
             CURRENT_USER_PRINCIPAL: self._current_user_principal,
             PRINCIPAL_COLLECTION_SET: lambda: href_element(
                 PRINCIPAL_COLLECTION_SET, urls.PRINCIPALS + "/"
             ),
             CURRENT_USER_PRIVILEGE_SET: lambda: privilege_set(PRINCIPAL_PRIVILEGES),
-            SUPPORTED_REPORT_SET: self._supported_report_set,
+            SUPPORTED_REPORT_SET: lambda: supported_report_set(self),
         }
 
     def _current_user_principal(self) -> etree._Element:
@@ -90,39 +92,12 @@ class _PrincipalBase(DAVCollection):  # type: ignore[misc]
             return etree.Element(CURRENT_USER_PRINCIPAL)
         return href_element(CURRENT_USER_PRINCIPAL, urls.principal_href(user))
 
-    def _supported_report_set(self) -> etree._Element:
-        element = etree.Element(SUPPORTED_REPORT_SET)
-        for name in supported_reports(self):
-            report = etree.SubElement(
-                etree.SubElement(element, "{DAV:}supported-report"), "{DAV:}report"
-            )
-            etree.SubElement(report, name)
-        return element
-
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        if is_allprop:
-            return names
-        return names + [name for name in self.live_properties() if name not in names]
-
-    def get_property_value(self, name: str) -> Any:
-        getter = self.live_properties().get(name)
-        if getter is not None:
-            return getter()
-        return super().get_property_value(name)
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise DAVError(HTTP_FORBIDDEN, err_condition=PRECONDITION_CODE_ProtectedProperty)
-
-    def prevent_locking(self) -> bool:
-        return True
-
 
 class PrincipalCollection(_PrincipalBase):
     """``/`` and ``/users/``: lead to the authenticated user's principal, nothing else."""
 
     def __init__(
-        self, path: str, environ: dict[str, Any], backend: CalendarBackend, members: list[str]
+        self, path: str, environ: dict[str, Any], backend: UserDirectory, members: list[str]
     ) -> None:
         super().__init__(path, environ, backend)
         self._members = members
@@ -137,7 +112,7 @@ class Principal(_PrincipalBase):
     user: UserRecord
 
     def __init__(
-        self, path: str, environ: dict[str, Any], backend: CalendarBackend, user: UserRecord
+        self, path: str, environ: dict[str, Any], backend: UserDirectory, user: UserRecord
     ) -> None:
         super().__init__(path, environ, backend)
         self.user = user
@@ -148,10 +123,10 @@ class Principal(_PrincipalBase):
     def get_display_name(self) -> str:
         return self.user.display_name or self.user.username
 
-    def live_properties(self) -> dict[str, Callable[[], Any]]:
+    def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
         href = urls.principal_href(self.user.username)
-        props[RESOURCETYPE] = self._resourcetype
+        props[RESOURCETYPE] = lambda: resourcetype("{DAV:}principal")
         props[PRINCIPAL_URL] = lambda: href_element(PRINCIPAL_URL, href)
         props[OWNER] = lambda: href_element(OWNER, href)
         props[GROUP_MEMBERSHIP] = lambda: etree.Element(GROUP_MEMBERSHIP)
@@ -159,12 +134,6 @@ class Principal(_PrincipalBase):
         for name, getter in PRINCIPAL_PROPERTIES.items():
             props[name] = lambda getter=getter: getter(self)  # type: ignore[misc]
         return props
-
-    def _resourcetype(self) -> etree._Element:
-        element = etree.Element(RESOURCETYPE)
-        etree.SubElement(element, "{DAV:}collection")
-        etree.SubElement(element, "{DAV:}principal")
-        return element
 
 
 def _calendar_user_addresses(principal: Principal) -> etree._Element:
@@ -193,7 +162,7 @@ class PrincipalsProvider(DAVProvider):  # type: ignore[misc]
 
     def __init__(self, db: Database, settings: Settings) -> None:
         super().__init__()
-        self.backend = CalendarBackend(db, settings)
+        self.backend = UserDirectory(db, settings)
 
     def is_readonly(self) -> bool:
         return True

@@ -16,11 +16,10 @@ from lxml import etree
 from wsgidav import util, xml_tools
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, DAVError, DAVErrorCondition
 
+from oxidav.providers.dav_reports import NOT_FOUND, limit_exceeded, nresults, status_response
 from oxidav.sync import ChangeSet, InvalidSyncToken
 
 SYNC_COLLECTION = "{DAV:}sync-collection"
-INSUFFICIENT_STORAGE = "HTTP/1.1 507 Insufficient Storage"
-NOT_FOUND = "HTTP/1.1 404 Not Found"
 
 
 @runtime_checkable
@@ -68,7 +67,7 @@ class SyncCollectionReport:
         level = (body.findtext("{DAV:}sync-level") or "1").strip()
         if level not in ("1", "infinite"):
             raise DAVError(HTTP_BAD_REQUEST, "sync-level must be 1 or infinite")
-        limit = _limit(body.find("{DAV:}limit"))
+        limit = nresults(body.find("{DAV:}limit"))
         try:
             changes = resource.sync_changes(token or None, limit)
         except InvalidSyncToken as exc:
@@ -89,35 +88,6 @@ class SyncCollectionReport:
                 util.add_property_response(multistatus, href, props)
         if changes.truncated:
             # RFC 6578 §3.6: the request-URI with 507 tells the client to ask again.
-            status_response(
-                multistatus,
-                resource.get_href(),
-                INSUFFICIENT_STORAGE,
-                error="{DAV:}number-of-matches-within-limits",
-            )
+            limit_exceeded(multistatus, resource.get_href())
         etree.SubElement(multistatus, "{DAV:}sync-token").text = changes.token
         return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
-
-
-def _limit(element: etree._Element | None) -> int | None:
-    if element is None:
-        return None
-    text = element.findtext("{DAV:}nresults")
-    try:
-        value = int((text or "").strip())
-    except ValueError:
-        raise DAVError(HTTP_BAD_REQUEST, "DAV:limit needs an integer nresults") from None
-    if value < 0:
-        raise DAVError(HTTP_BAD_REQUEST, "nresults must not be negative")
-    return value
-
-
-def status_response(
-    multistatus: etree._Element, href: str, status: str, error: str | None = None
-) -> None:
-    """A ``DAV:response`` with a bare status (RFC 4918 §14.24), optionally a ``DAV:error``."""
-    response = etree.SubElement(multistatus, "{DAV:}response")
-    etree.SubElement(response, "{DAV:}href").text = href
-    etree.SubElement(response, "{DAV:}status").text = status
-    if error is not None:
-        etree.SubElement(etree.SubElement(response, "{DAV:}error"), error)
