@@ -58,6 +58,8 @@ class Settings:
     max_resource_bytes: int = 10 << 20
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
+    #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
+    nextcloud_bulk_upload: bool = True
     log_level: str = "INFO"
 
     @property

@@ -37,11 +37,15 @@ def version_block() -> dict[str, Any]:
     }
 
 
-def capabilities() -> dict[str, Any]:
-    """The ``capabilities`` object of ``/ocs/v{1,2}.php/cloud/capabilities``."""
+def capabilities(bulk_upload: bool = True) -> dict[str, Any]:
+    """The ``capabilities`` object of ``/ocs/v{1,2}.php/cloud/capabilities``.
+
+    ``bulk_upload`` (setting ``nextcloud_bulk_upload``) switches ``dav.bulkupload``: without
+    it clients PUT small files one by one (nextcloud_protocol.md A.8)."""
+    dav = {"chunking": "1.0", **({"bulkupload": "1.0"} if bulk_upload else {})}
     return {
         "core": {"pollinterval": 60, "webdav-root": "remote.php/webdav"},
-        "dav": {"chunking": "1.0", "bulkupload": "1.0"},
+        "dav": dav,
         "checksums": {
             "supportedTypes": list(CHECKSUM_TYPES),
             "preferredUploadType": CHECKSUM_TYPES[0],

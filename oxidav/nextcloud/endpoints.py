@@ -1,5 +1,6 @@
 """The non-DAV Nextcloud endpoints: ``/status.php`` and the OCS ``cloud/capabilities`` and
-``cloud/user`` calls (nextcloud_protocol.md A.1 to A.4).
+``cloud/user`` calls (nextcloud_protocol.md A.1 to A.4); Login Flow v2 lives in
+``oxidav.nextcloud.login_flow`` and is routed here too.
 
 They are routes of ``oxidav.routes.Router`` and so run before the DAV stack's authentication:
 status.php and the capabilities are public (as in Nextcloud), ``cloud/user`` checks the Basic
@@ -25,6 +26,7 @@ from oxidav.authz.domain_controller import REALM
 from oxidav.db.models.users import User
 from oxidav.nextcloud import capabilities as caps
 from oxidav.nextcloud import ocs
+from oxidav.nextcloud.login_flow import LOGIN_V2, LoginFlowApp
 from oxidav.services import Services
 from oxidav.tree import quota_limit, used_bytes
 
@@ -61,10 +63,10 @@ def status_body() -> bytes:
 
 
 @functools.cache
-def capabilities_body(api_version: int, as_json: bool) -> tuple[bytes, str]:
-    """The capabilities answer, rendered once per (API version, format) and then reused."""
+def capabilities_body(api_version: int, as_json: bool, bulk: bool = True) -> tuple[bytes, str]:
+    """The capabilities answer, rendered once per (API version, format, bulk) and reused."""
     code = ocs.OK_V1 if api_version == 1 else ocs.OK_V2
-    data = {"version": caps.version_block(), "capabilities": caps.capabilities()}
+    data = {"version": caps.version_block(), "capabilities": caps.capabilities(bulk)}
     return ocs.render(ocs.envelope(code, "OK", data), as_json)
 
 
@@ -95,7 +97,8 @@ class OcsApp:
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             return self._failure(start_response, api_version, as_json, 405, "Method not allowed")
         if call.rstrip("/") == "cloud/capabilities":
-            body, content_type = capabilities_body(api_version, as_json)
+            bulk = self.services.settings.nextcloud_bulk_upload
+            body, content_type = capabilities_body(api_version, as_json, bulk)
             return _respond(start_response, "200 OK", body, content_type)
         return self._user(environ, start_response, api_version, as_json)
 
@@ -202,4 +205,8 @@ def _status_line(code: int) -> str:
 
 def nextcloud_routes(services: Services) -> list[tuple[str, WSGIApplication]]:
     """The Router entries of this room (prefix, app)."""
-    return [(STATUS_PATH, status_app), (OCS_PREFIX, OcsApp(services))]
+    return [
+        (STATUS_PATH, status_app),
+        (OCS_PREFIX, OcsApp(services)),
+        (LOGIN_V2, LoginFlowApp(services)),
+    ]

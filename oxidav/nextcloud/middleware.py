@@ -4,7 +4,8 @@ It enriches the one WsgiDAV surface for Nextcloud clients and never re-implement
 method. Per request it:
 
 - answers ``POST /remote.php/dav/bulk`` (bulk upload, ``oxidav.nextcloud.bulk``);
-- installs the ``oc:``/``nc:`` PROPFIND enrichers into the environ (DESIGN §3);
+- installs the ``oc:``/``nc:`` PROPFIND enrichers into the environ (DESIGN §3), which the
+  ``oc:filter-files`` REPORT and SEARCH (``oxidav.nextcloud.search``) answer with too;
 - checks an ``OC-Checksum`` on PUT while the body streams (mismatch: 400, nothing stored) and
   rejects a malformed ``X-OC-Mtime`` with 400;
 - adds ``OC-FileId`` / ``OC-ETag`` / ``ETag`` / ``X-OC-MTime`` to write responses and the exact
@@ -31,6 +32,7 @@ from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.enrichers import NodeEnricher
 from oxidav.nextcloud.headers import InvalidMtime, finish_headers, parse_mtime
 from oxidav.nextcloud.reports import register as register_reports
+from oxidav.nextcloud.search import register as register_search
 from oxidav.providers.enrichment import ENVIRON_ENRICHERS
 from oxidav.providers.urls import UPLOADS
 
@@ -50,6 +52,7 @@ class NextcloudMiddleware(BaseMiddleware):  # type: ignore[misc]
         self.enrichers = (NodeEnricher(self.context.db, self.instance_id),)
         self.bulk = BulkUpload(self.context)
         register_reports()
+        register_search()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         method = environ.get("REQUEST_METHOD", "")

@@ -110,6 +110,16 @@ class _FirstApplicable:
         return report.handle(server, environ, start_response, resource, body)
 
 
+#: The SEARCH (RFC 5323) handler, registered by a room (oxidav.nextcloud.search); none: 405.
+#: Called as ``handler(server, environ, start_response, body)``.
+SEARCH_HANDLERS: list[Any] = []
+
+
+def register_search(handler: Any) -> None:
+    """Install ``handler`` as the one SEARCH handler (idempotent)."""
+    SEARCH_HANDLERS[:] = [handler]
+
+
 def supported_reports(resource: Any) -> list[str]:
     """Clark names of the reports that apply to ``resource``."""
     return [name for name, report in REPORTS.items() if report.applies_to(resource)]
@@ -119,6 +129,7 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
     def __init__(self, dav_provider: Any) -> None:
         super().__init__(dav_provider)
         self._possible_methods.append("REPORT")
+        self._possible_methods.append("SEARCH")
         if not dav_provider.is_readonly():
             self._possible_methods.append("MKCALENDAR")
 
@@ -173,6 +184,16 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         maker(util.get_uri_name(path), body)
         start_response(HTTP_CREATED_STATUS, [("Content-Length", "0")])
         return [b""]
+
+    def do_SEARCH(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        """RFC 5323 SEARCH, answered by the registered handler."""
+        if not SEARCH_HANDLERS:
+            raise DAVError(HTTP_METHOD_NOT_ALLOWED)
+        body = util.parse_xml_body(environ)
+        if body is None:
+            raise DAVError(HTTP_BAD_REQUEST, "SEARCH needs a body")
+        result: Iterable[bytes] = SEARCH_HANDLERS[0](self, environ, start_response, body)
+        return result
 
     def do_REPORT(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
@@ -232,8 +253,11 @@ def _options_headers(start_response: Any, methods: list[str]) -> Any:
             if key.lower() == "dav":
                 value = _merge_list(value, DAV_EXTENSIONS)
             elif key.lower() == "allow":
-                value = _merge_list(value, [m for m in ("REPORT", "MKCALENDAR") if m in methods])
+                extra = ("REPORT", "MKCALENDAR", *(("SEARCH",) if SEARCH_HANDLERS else ()))
+                value = _merge_list(value, [m for m in extra if m in methods])
             result.append((key, value))
+        if SEARCH_HANDLERS:
+            result.append(("DASL", "<DAV:basicsearch>"))  # RFC 5323 §3.2
         return start_response(status, result, exc_info)
 
     return wrapped

@@ -4,6 +4,7 @@
 (``/remote.php/dav/uploads/<user>/<id>/``); ``nc_upload_chunks`` its chunks, each a blob-chain
 manifest on which the row holds one reference (taken when the chunk is recorded, dropped when
 the session is assembled, aborted or purged).
+``nc_login_flows`` are pending Login Flow v2 logins (``oxidav.nextcloud.login_flow``).
 ``nc_favorites`` marks nodes a user starred (``oc:favorite``); it is keyed by node id, so a
 favorite follows MOVE, and has no foreign key to ``nodes`` (rows of purged nodes are ignored).
 """
@@ -67,3 +68,26 @@ class Favorite(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (Index("ix_nc_favorites_node_id", "node_id"),)
+
+
+class LoginFlow(Base):
+    """One Login Flow v2 attempt (``/index.php/login/v2``), alive for 20 minutes.
+
+    Both tokens are stored as SHA-256 digests; ``csrf`` is the per-flow secret of the login
+    form. ``user_id`` is set once the user logged in on the page; the app password itself is
+    created only when the client polls, so no plaintext secret is ever stored."""
+
+    __tablename__ = "nc_login_flows"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    poll_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    login_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf: Mapped[str] = mapped_column(String(64))
+    #: The client's User-Agent, used as the app password's label.
+    client_name: Mapped[str] = mapped_column(String(255), default="")
+    user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_nc_login_flows_created_at", "created_at"),)

@@ -263,9 +263,15 @@ def assemble(
     return chain.concat(parts)
 
 
-def purge_stale(db: Database, chain: BlobChain, now: datetime | None = None) -> int:
-    """Drop every session idle for ``STALE_AFTER``; one transaction each. Returns how many."""
-    cutoff = (now or utcnow()) - STALE_AFTER
+def purge_stale(
+    db: Database,
+    chain: BlobChain,
+    now: datetime | None = None,
+    older_than: timedelta = STALE_AFTER,
+) -> int:
+    """Drop every session idle for ``older_than`` (default ``STALE_AFTER``) with its chunk
+    references; one transaction each. Returns how many."""
+    cutoff = (now or utcnow()) - older_than
     with db.read() as session:
         ids = list(
             session.scalars(select(UploadSession.id).where(UploadSession.updated_at < cutoff))
