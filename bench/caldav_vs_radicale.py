@@ -22,11 +22,8 @@ makes missing them an error.
 from __future__ import annotations
 
 import argparse
-import http.client
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,8 +32,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from bench.carddav_vs_radicale import PASSWORD, USER, Client, free_port, wait_for_port
-from tests.support.live import start_server_process
+from bench._vs_radicale import USER, Client, side_by_side
 
 CAL = "urn:ietf:params:xml:ns:caldav"
 ZONES = ("UTC", "Europe/Berlin", "America/New_York")
@@ -132,20 +128,6 @@ def timed(
     return statistics.median(times), expected
 
 
-class KeepAliveClient(Client):
-    """``Client`` that reconnects once when the server has closed an idle connection."""
-
-    def request(
-        self, method: str, path: str, body: str = "", headers: dict[str, str] | None = None
-    ) -> tuple[int, bytes]:
-        try:
-            return super().request(method, path, body, headers)
-        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-            self.conn.close()
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-            return super().request(method, path, body, headers)
-
-
 def name(i: int) -> str:
     return f"bench-{i:05d}.ics"
 
@@ -218,91 +200,58 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--target", type=float, default=10.0)
     parser.add_argument("--strict", action="store_true", help="fail unless the targets are met")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"OXIDAV_ADMIN_PASSWORD": PASSWORD, "MALLOC_ARENA_MAX": "2"}
-        if args.database_url:
-            env["OXIDAV_DATABASE_URL"] = args.database_url
-        oxidav = start_server_process(
-            ["--data-dir", str(Path(tmp) / "oxidav"), "--port", "0"], env=env
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        side_by_side(Path(tmp), args.database_url) as (ox, rad),
+    ):
+        ox_path = f"/remote.php/dav/calendars/{USER}/bench/"
+        rad_path = f"/{USER}/bench/"
+        for client, path in ((ox, ox_path), (rad, rad_path)):
+            status, data = client.request("MKCALENDAR", path, MKCALENDAR, XML)
+            if status != 201:
+                raise SystemExit(f"MKCALENDAR {path} answered {status}: {data[:300]!r}")
+        load_rate = put_each(ox, ox_path, range(args.events))
+        started = time.perf_counter()
+        put_collection(rad, rad_path, args.events)
+        rad_load = time.perf_counter() - started
+        extra = range(args.events, args.events + args.puts)
+        ox_rate = put_each(ox, ox_path, extra)
+        rad_rate = put_each(rad, rad_path, extra)
+        print(
+            f"events: {args.events} (10 % weekly series); oxidav loaded them with single "
+            f"PUTs at {load_rate:.0f}/s, Radicale with one collection PUT in {rad_load:.1f} s"
         )
-        radicale_port = free_port()
-        radicale = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "radicale",
-                "--config",
-                "",
-                "--server-hosts",
-                f"127.0.0.1:{radicale_port}",
-                "--auth-type",
-                "none",
-                "--rights-type",
-                "owner_only",
-                "--storage-filesystem-folder",
-                str(Path(tmp) / "radicale"),
-                "--logging-level",
-                "warning",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        print(
+            f"PUT rate, {args.puts} more single PUTs into the full calendar: "
+            f"oxidav {ox_rate:.0f}/s, Radicale {rad_rate:.0f}/s"
         )
-        try:
-            wait_for_port(radicale_port, radicale)
-            ox = KeepAliveClient(int(oxidav.base_url.rsplit(":", 1)[1]))
-            rad = KeepAliveClient(radicale_port)
-            ox_path = f"/remote.php/dav/calendars/{USER}/bench/"
-            rad_path = f"/{USER}/bench/"
-            for client, path in ((ox, ox_path), (rad, rad_path)):
-                status, data = client.request("MKCALENDAR", path, MKCALENDAR, XML)
-                if status != 201:
-                    raise SystemExit(f"MKCALENDAR {path} answered {status}: {data[:300]!r}")
-            load_rate = put_each(ox, ox_path, range(args.events))
-            started = time.perf_counter()
-            put_collection(rad, rad_path, args.events)
-            rad_load = time.perf_counter() - started
-            extra = range(args.events, args.events + args.puts)
-            ox_rate = put_each(ox, ox_path, extra)
-            rad_rate = put_each(rad, rad_path, extra)
+        total = args.events + args.puts
+        ox_results = measure(ox, ox_path, total, args.runs)
+        rad_results = measure(rad, rad_path, total, args.runs)
+        ok = True
+        met = ox_rate >= rad_rate
+        for name, label in (
+            ("query", "calendar-query (1 week)"),
+            ("multiget", "calendar-multiget (100)"),
+            ("sync", "sync-collection (10 changes)"),
+        ):
+            ox_ms, ox_answer = ox_results[name]
+            rad_ms, rad_answer = rad_results[name]
+            same = ox_answer == rad_answer
+            ratio = rad_ms / ox_ms
+            count = len(ox_answer) if isinstance(ox_answer, list) else 0
             print(
-                f"events: {args.events} (10 % weekly series); oxidav loaded them with single "
-                f"PUTs at {load_rate:.0f}/s, Radicale with one collection PUT in {rad_load:.1f} s"
+                f"{label:30s} results {count:4d}  oxidav {ox_ms:8.1f} ms  "
+                f"Radicale {rad_ms:8.1f} ms  speed-up {ratio:6.1f}x  "
+                f"{'same answers' if same else 'ANSWERS DIFFER'}"
             )
-            print(
-                f"PUT rate, {args.puts} more single PUTs into the full calendar: "
-                f"oxidav {ox_rate:.0f}/s, Radicale {rad_rate:.0f}/s"
-            )
-            total = args.events + args.puts
-            ox_results = measure(ox, ox_path, total, args.runs)
-            rad_results = measure(rad, rad_path, total, args.runs)
-            ok = True
-            met = ox_rate >= rad_rate
-            for name, label in (
-                ("query", "calendar-query (1 week)"),
-                ("multiget", "calendar-multiget (100)"),
-                ("sync", "sync-collection (10 changes)"),
-            ):
-                ox_ms, ox_answer = ox_results[name]
-                rad_ms, rad_answer = rad_results[name]
-                same = ox_answer == rad_answer
-                ratio = rad_ms / ox_ms
-                count = len(ox_answer) if isinstance(ox_answer, list) else 0
-                print(
-                    f"{label:30s} results {count:4d}  oxidav {ox_ms:8.1f} ms  "
-                    f"Radicale {rad_ms:8.1f} ms  speed-up {ratio:6.1f}x  "
-                    f"{'same answers' if same else 'ANSWERS DIFFER'}"
-                )
-                ok = ok and same and ratio > 1
-                if name in ("query", "sync"):
-                    met = met and ratio >= args.target
-            print(
-                f"targets (query, sync >= {args.target:.0f}x; PUT rate >= Radicale): "
-                f"{'met' if met else 'NOT met'}"
-            )
-            ok = ok and (met or not args.strict)
-            print("PASS" if ok else "FAIL")
-            return 0 if ok else 1
-        finally:
-            radicale.terminate()
-            radicale.wait(timeout=30)
-            oxidav.stop()
+            ok = ok and same and ratio > 1
+            if name in ("query", "sync"):
+                met = met and ratio >= args.target
+        print(
+            f"targets (query, sync >= {args.target:.0f}x; PUT rate >= Radicale): "
+            f"{'met' if met else 'NOT met'}"
+        )
+        ok = ok and (met or not args.strict)
+        print("PASS" if ok else "FAIL")
+        return 0 if ok else 1

@@ -19,23 +19,17 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
-import http.client
-import os
 import re
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from lxml import etree
 
-from tests.support.live import start_server_process
+from bench._vs_radicale import USER, Client, side_by_side
 
 C = "urn:ietf:params:xml:ns:carddav"
-USER, PASSWORD = "admin", "bench-secret"
 DOMAINS = 100
 QUERY = (
     '<?xml version="1.0" encoding="utf-8"?>'
@@ -71,47 +65,6 @@ def vcard(i: int) -> str:
         lines.append(f"PHOTO;ENCODING=b;TYPE=JPEG:{photo}")
     lines.append("END:VCARD")
     return "\r\n".join(lines) + "\r\n"
-
-
-class Client:
-    """One keep-alive connection with Basic auth."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        self.auth = f"Basic {token}"
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-
-    def request(
-        self, method: str, path: str, body: str = "", headers: dict[str, str] | None = None
-    ) -> tuple[int, bytes]:
-        all_headers = {"Authorization": self.auth, **(headers or {})}
-        self.conn.request(method, path, body=body.encode("utf-8"), headers=all_headers)
-        response = self.conn.getresponse()
-        data = response.read()
-        if response.will_close:
-            self.conn.close()
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        return response.status, data
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)  # polling a port that is not bound yet; not a fixed wait
-    raise SystemExit(f"port {port} did not open")
 
 
 def uids(body: bytes) -> list[str]:
@@ -180,73 +133,37 @@ def main(argv: list[str]) -> int:
         "selective (1 card)": f"person{args.cards // 2:05d}@",
         "broad (1 % of cards)": "@domain07.example",
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"OXIDAV_ADMIN_PASSWORD": PASSWORD, "MALLOC_ARENA_MAX": "2"}
-        if args.database_url:
-            env["OXIDAV_DATABASE_URL"] = args.database_url
-        oxidav = start_server_process(
-            ["--data-dir", str(Path(tmp) / "oxidav"), "--port", "0"], env=env
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        side_by_side(Path(tmp), args.database_url) as (ox_client, rad_client),
+    ):
+        ox_load = load_oxidav(ox_client, args.cards)
+        rad_load = load_radicale(rad_client, args.cards)
+        print(
+            f"cards: {args.cards}; oxidav load {ox_load:.1f} s ({args.cards} PUTs), "
+            f"Radicale load {rad_load:.1f} s (one collection PUT)"
         )
-        radicale_port = free_port()
-        radicale = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "radicale",
-                "--config",
-                "",
-                "--server-hosts",
-                f"127.0.0.1:{radicale_port}",
-                "--auth-type",
-                "none",
-                "--rights-type",
-                "owner_only",
-                "--storage-filesystem-folder",
-                str(Path(tmp) / "radicale"),
-                "--logging-level",
-                "warning",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ},
-        )
-        try:
-            wait_for_port(radicale_port, radicale)
-            ox_client = Client(int(oxidav.base_url.rsplit(":", 1)[1]))
-            rad_client = Client(radicale_port)
-            ox_load = load_oxidav(ox_client, args.cards)
-            rad_load = load_radicale(rad_client, args.cards)
-            print(
-                f"cards: {args.cards}; oxidav load {ox_load:.1f} s ({args.cards} PUTs), "
-                f"Radicale load {rad_load:.1f} s (one collection PUT)"
+        ok = True
+        ratios = []
+        for label, needle in needles.items():
+            ox_ms, ox_uids = timed_queries(
+                ox_client,
+                f"/remote.php/dav/addressbooks/users/{USER}/contacts/",
+                needle,
+                args.runs,
             )
-            ok = True
-            ratios = []
-            for label, needle in needles.items():
-                ox_ms, ox_uids = timed_queries(
-                    ox_client,
-                    f"/remote.php/dav/addressbooks/users/{USER}/contacts/",
-                    needle,
-                    args.runs,
-                )
-                rad_ms, rad_uids = timed_queries(
-                    rad_client, f"/{USER}/contacts/", needle, args.runs
-                )
-                same = ox_uids == rad_uids and bool(ox_uids)
-                ratio = rad_ms / ox_ms
-                ratios.append(ratio)
-                print(
-                    f"{label:22s} results {len(ox_uids):4d}  oxidav {ox_ms:8.1f} ms  "
-                    f"Radicale {rad_ms:8.1f} ms  speed-up {ratio:6.1f}x  "
-                    f"{'same answers' if same else 'ANSWERS DIFFER'}"
-                )
-                ok = ok and same and ratio > 1
-            reached = min(ratios) >= args.target
-            print(f"target {args.target:.0f}x: {'reached' if reached else 'NOT reached'}")
-            ok = ok and (reached or not args.strict)
-            print("PASS" if ok else "FAIL")
-            return 0 if ok else 1
-        finally:
-            radicale.terminate()
-            radicale.wait(timeout=30)
-            oxidav.stop()
+            rad_ms, rad_uids = timed_queries(rad_client, f"/{USER}/contacts/", needle, args.runs)
+            same = ox_uids == rad_uids and bool(ox_uids)
+            ratio = rad_ms / ox_ms
+            ratios.append(ratio)
+            print(
+                f"{label:22s} results {len(ox_uids):4d}  oxidav {ox_ms:8.1f} ms  "
+                f"Radicale {rad_ms:8.1f} ms  speed-up {ratio:6.1f}x  "
+                f"{'same answers' if same else 'ANSWERS DIFFER'}"
+            )
+            ok = ok and same and ratio > 1
+        reached = min(ratios) >= args.target
+        print(f"target {args.target:.0f}x: {'reached' if reached else 'NOT reached'}")
+        ok = ok and (reached or not args.strict)
+        print("PASS" if ok else "FAIL")
+        return 0 if ok else 1
