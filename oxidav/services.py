@@ -6,11 +6,14 @@ the CLI; nothing else holds global state.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
 from oxidav.authz.authenticator import Authenticator
 from oxidav.blobs import BlobChain
+from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.settings import Settings
 
@@ -35,3 +38,15 @@ class Services:
         if "blobs" in self.__dict__:
             self.blobs.close()
         self.db.dispose()
+
+
+@contextmanager
+def command_services(settings: Settings) -> Iterator[Services]:
+    """``Services`` for one CLI command: storage prepared (a newer schema refused, an older one
+    migrated) before, everything closed after."""
+    services = Services.open(settings)
+    try:
+        prepare_storage(settings, services.db)
+        yield services
+    finally:
+        services.close()

@@ -37,17 +37,14 @@ def _run(work: Callable[[Database, argparse.Namespace], None]) -> Handler:
     """A handler that opens (and migrates) the database, runs ``work``, reports errors."""
 
     def handler(args: argparse.Namespace, settings: Settings) -> int:
-        from oxidav.bootstrap import prepare_storage
+        from oxidav.services import command_services
 
-        db = Database.from_url(settings.resolved_database_url)
-        try:
-            prepare_storage(settings, db)
-            work(db, args)
-        except (GroupError, GrantError, TargetError) as exc:
-            print(f"oxidav: {exc}", file=sys.stderr)
-            return 2
-        finally:
-            db.dispose()
+        with command_services(settings) as services:
+            try:
+                work(services.db, args)
+            except (GroupError, GrantError, TargetError) as exc:
+                print(f"oxidav: {exc}", file=sys.stderr)
+                return 2
         return 0
 
     return handler

@@ -10,27 +10,16 @@ from __future__ import annotations
 
 import argparse
 
-from oxidav.db import Database
 from oxidav.settings import Settings
 from oxidav.tree.cli import parse_age
 
 
 def _purge(args: argparse.Namespace, settings: Settings) -> int:
-    from oxidav.blobs import BlobChain
-    from oxidav.db.migrate import check_not_newer, upgrade
     from oxidav.nextcloud.uploads.sessions import purge_stale
+    from oxidav.services import command_services
 
-    db = Database.from_url(settings.resolved_database_url)
-    try:
-        check_not_newer(db.engine)
-        upgrade(db.engine)
-        chain = BlobChain.from_settings(settings, db)
-        try:
-            count = purge_stale(db, chain, older_than=args.older_than)
-        finally:
-            chain.close()
-    finally:
-        db.dispose()
+    with command_services(settings) as services:
+        count = purge_stale(services.db, services.blobs, older_than=args.older_than)
     print(f"purged {count} stale upload session(s)")
     return 0
 

@@ -11,7 +11,7 @@ import argparse
 import re
 from datetime import timedelta
 
-from oxidav.db import Database, utcnow
+from oxidav.db import utcnow
 from oxidav.settings import Settings
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -27,21 +27,11 @@ def parse_age(text: str) -> timedelta:
 
 
 def _purge(args: argparse.Namespace, settings: Settings) -> int:
-    from oxidav.blobs import BlobChain
-    from oxidav.db.migrate import check_not_newer, upgrade
+    from oxidav.services import command_services
     from oxidav.tree.trash import purge_trashed_before
 
-    db = Database.from_url(settings.resolved_database_url)
-    try:
-        check_not_newer(db.engine)
-        upgrade(db.engine)
-        chain = BlobChain.from_settings(settings, db)
-        try:
-            count = purge_trashed_before(db, chain, utcnow() - args.older_than)
-        finally:
-            chain.close()
-    finally:
-        db.dispose()
+    with command_services(settings) as services:
+        count = purge_trashed_before(services.db, services.blobs, utcnow() - args.older_than)
     print(f"purged {count} trashed item(s)")
     return 0
 
