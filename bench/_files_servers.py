@@ -144,19 +144,23 @@ def add_alice(env: dict[str, str]) -> None:
 
 
 @contextmanager
-def oxidav_server(env: dict[str, str]) -> Iterator[Server]:
-    """``oxidav serve`` (alice must exist) on a free port."""
+def oxidav_server(
+    env: dict[str, str], source: Path | None = None, name: str = "oxidav"
+) -> Iterator[Server]:
+    """``oxidav serve`` (alice must exist) on a free port; ``source``: run the ``oxidav``
+    package found in that folder (an exported older revision) instead of the installed one."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "oxidav.cli", "serve", "--port", str(port)],
         env=env,
+        cwd=source,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         _wait_for_port(port, process)
         auth = "Basic " + base64.b64encode(b"alice:secret").decode()
-        yield Server("oxidav", process, port, OXIDAV_FILES, auth)
+        yield Server(name, process, port, OXIDAV_FILES, auth)
     finally:
         _stop(process)
 

@@ -29,7 +29,8 @@ from oxidav.tree.nodes import ensure_root, resolve_many
 from oxidav.tree.types import NodeInfo
 
 ENVIRON_CACHE = "oxidav.files.cache"
-#: The node a PUT/MKCOL/COPY/MOVE produced, for middleware that adds OC-* headers.
+#: The node a PUT/MKCOL/COPY/MOVE produced, or GET/HEAD served, for middleware that adds OC-*
+#: headers.
 ENVIRON_NODE = "oxidav.files.node"
 #: Set by COPY/MOVE when the destination did not exist (201 instead of 204).
 ENVIRON_CREATED = "oxidav.files.created"

@@ -17,6 +17,7 @@ from typing import Any
 from wsgidav import util
 from wsgidav.dav_error import HTTP_RANGE_NOT_SATISFIABLE, DAVError
 
+from oxidav.providers.files_context import ENVIRON_NODE
 from oxidav.providers.files_resources import FileResource
 
 BLOCK = 256 * 1024
@@ -127,7 +128,9 @@ def _part_heads(
 def send_file(
     server: Any, environ: dict[str, Any], start_response: Any, res: FileResource, *, head: bool
 ) -> Iterator[bytes]:
-    """Answer GET / HEAD for ``res`` (a generator, as WsgiDAV's handlers are)."""
+    """Answer GET / HEAD for ``res`` (a generator, as WsgiDAV's handlers are). The node row
+    goes to ``environ["oxidav.files.node"]`` for middleware (OC-Checksum and the like)."""
+    environ[ENVIRON_NODE] = res.node
     server._evaluate_if_headers(res, environ)
     size = res.get_content_length()
     headers = [

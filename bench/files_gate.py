@@ -1,0 +1,160 @@
+"""BEFORE/AFTER gate for the files provider's speed work (issue 8): one run, three servers.
+
+BEFORE is ``oxidav serve`` run from an exported older revision (``--before``, default the
+commit the speed work started from; ``git archive`` into a temporary folder, nothing in the
+checkout changes), AFTER is the working tree, and WsgiDAV's FilesystemProvider runs beside them
+so every figure is also a ratio to it. Rounds rotate the order of the servers; medians are
+reported.
+
+``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
+(``files_put``'s workload); afterwards every file is read back from every server and must be
+byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT, a GET
+checked by SHA-256 and ``--ranges`` random 64 KiB Range GETs each checked against the source
+(``files_large``'s workload); peak RSS is the highest VmHWM of a round.
+
+Exits 1 unless AFTER beats BEFORE on every throughput figure (and, for ``large``, its peak RSS
+is not higher than BEFORE's plus 5 MB), or when any answer differs.
+
+    python -m bench files_gate put [--rounds 3] [--files 1000] [--before REV]
+    python -m bench files_gate large [--rounds 3] [--mib 512] [--ranges 1000] [--before REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import io
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from bench import files_large, files_put
+from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
+
+#: The revision the speed work started from.
+BEFORE_REV = "18fa247ee377bc0a9f566283423a7395069f15cc"
+REPO = Path(__file__).resolve().parent.parent
+RSS_SLACK_MB = 5.0
+
+Factory = Callable[[], AbstractContextManager[Server]]
+
+
+def export_revision(rev: str, dest: Path) -> Path:
+    """The ``oxidav`` package of revision ``rev`` under ``dest`` (read-only git use)."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", rev, "oxidav"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def add_alice(env: dict[str, str], source: Path | None) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
+        env=env,
+        cwd=source,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def contenders(tmp: Path, before_src: Path, tag: str) -> dict[str, Factory]:
+    """Factories of the three servers, each with its own fresh data."""
+    fs_root = tmp / f"fs-{tag}"
+    fs_root.mkdir()
+    made: dict[str, Factory] = {"FilesystemProvider": lambda: filesystem_server(fs_root)}
+    for name, source in (("BEFORE", before_src), ("AFTER", None)):
+        env = oxidav_env(tmp / f"{name}-{tag}")
+        add_alice(env, source)
+        made[name] = functools.partial(oxidav_server, env, source, name)
+    return made
+
+
+def rotated(names: list[str], round_no: int) -> Iterator[str]:
+    shift = round_no % len(names)
+    yield from names[shift:] + names[:shift]
+
+
+def run_put(tmp: Path, before_src: Path, rounds: int, files: int) -> dict[str, dict[str, float]]:
+    rates: dict[str, dict[str, list[float]]] = {}
+    factories = contenders(tmp, before_src, "put")
+    for round_no in range(rounds):
+        for name in rotated(list(factories), round_no):
+            with factories[name]() as server:
+                for clients in (1, 8):
+                    run = f"r{round_no}c{clients}"
+                    rate = files_put.put_all(server, files, clients, run)
+                    rates.setdefault(name, {}).setdefault(f"{clients} client", []).append(rate)
+                    if not files_put.verify(server, files, clients, run):
+                        raise SystemExit(f"{name}: a file read back differs")
+    return {n: {k: statistics.median(v) for k, v in m.items()} for n, m in rates.items()}
+
+
+def run_large(
+    tmp: Path, before_src: Path, rounds: int, mib: int, count: int
+) -> dict[str, dict[str, float]]:
+    source = tmp / "source.bin"
+    expected = files_large.make_source(source, mib)
+    figures: dict[str, dict[str, list[float]]] = {}
+    for round_no in range(rounds):
+        factories = contenders(tmp, before_src, f"large{round_no}")
+        for name in rotated(list(factories), round_no):
+            with factories[name]() as server:
+                row = figures.setdefault(name, {})
+                row.setdefault("PUT MB/s", []).append(files_large.put(server, source))
+                row.setdefault("GET MB/s", []).append(files_large.get(server, expected))
+                row.setdefault("64 KiB ranges req/s", []).append(
+                    files_large.ranges(server, source, count)
+                )
+                row.setdefault("peak RSS MB", []).append(server.rss_kb("VmHWM") / 1024)
+    result = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in figures.items()}
+    for name, row in figures.items():
+        result[name]["peak RSS MB"] = max(row["peak RSS MB"])
+    return result
+
+
+def report(figures: dict[str, dict[str, float]]) -> bool:
+    fs, before, after = figures["FilesystemProvider"], figures["BEFORE"], figures["AFTER"]
+    print("| figure | FilesystemProvider | BEFORE | AFTER | AFTER/BEFORE | BEFORE/FS | AFTER/FS |")
+    print("|---|---|---|---|---|---|---|")
+    ok = True
+    for key in after:
+        b, a, f = before[key], after[key], fs[key]
+        print(f"| {key} | {f:.0f} | {b:.0f} | {a:.0f} | {a / b:.2f} | {b / f:.2f} | {a / f:.2f} |")
+        if key == "peak RSS MB":
+            if a > b + RSS_SLACK_MB:
+                print(f"GATE FAIL: {key}: AFTER {a:.0f} > BEFORE {b:.0f}")
+                ok = False
+        elif a <= b:
+            print(f"GATE FAIL: {key}: AFTER {a:.0f} does not beat BEFORE {b:.0f} — roll back")
+            ok = False
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench files_gate")
+    parser.add_argument("workload", choices=["put", "large"])
+    parser.add_argument("--before", default=BEFORE_REV, help="git revision of BEFORE")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--mib", type=int, default=512)
+    parser.add_argument("--ranges", type=int, default=1000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        before_src = export_revision(args.before, tmp / "before-src")
+        if args.workload == "put":
+            figures = run_put(tmp, before_src, args.rounds, args.files)
+        else:
+            figures = run_large(tmp, before_src, args.rounds, args.mib, args.ranges)
+    ok = report(figures)
+    print("GATE PASS" if ok else "GATE FAIL")
+    return 0 if ok else 1
