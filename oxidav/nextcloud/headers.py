@@ -5,7 +5,8 @@ environ; from it the client gets ``OC-FileId`` (hard error "Missing File ID from
 without it), ``OC-ETag`` and ``ETag`` (hard error "Missing ETag" without one). A 207 gets
 exactly ``Content-Type: application/xml; charset=utf-8`` (anything else is "PROPFIND reply is
 not XML formatted"). ``X-OC-Mtime`` is applied to the node if the provider did not already,
-and answered with ``X-OC-MTime: accepted``.
+and answered with ``X-OC-MTime: accepted``. A whole-file GET/HEAD (the files provider leaves
+the node in ``oxidav.files.node``) gets ``OC-ETag`` and the stored ``OC-Checksum``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def finish_headers(
     if code == 207:
         _replace(headers, "Content-Type", MULTISTATUS_TYPE)
         return
+    if code == 200 and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+        _download_headers(environ, headers)
+        return
     if not (200 <= code < 300) or environ.get("REQUEST_METHOD") not in WRITE_METHODS:
         return
     node = written_node(environ)
@@ -90,3 +94,15 @@ def finish_headers(
                 set_mtime(session, node.id, mtime)
         if not _has(headers, "X-OC-MTime"):
             headers.append(("X-OC-MTime", "accepted"))
+
+
+def _download_headers(environ: Mapping[str, Any], headers: Headers) -> None:
+    """GET/HEAD of a file: ``OC-ETag`` and the stored ``OC-Checksum`` (the first, preferred
+    one of ``oc:checksums``), which the desktop client verifies (nextcloud_protocol.md A.9)."""
+    node = written_node(environ)
+    if node is None or node.is_folder:
+        return
+    if not _has(headers, "OC-ETag"):
+        headers.append(("OC-ETag", f'"{node.etag}"'))
+    if node.checksums and not _has(headers, "OC-Checksum"):
+        headers.append(("OC-Checksum", node.checksums.split()[0]))
