@@ -5,8 +5,12 @@ only the ``nextcloud_bulk_upload`` setting differs (``OXIDAV_NEXTCLOUD_BULK_UPLO
 switches ``dav.bulkupload`` in the capabilities. The tree is the acceptance tree of issue 4
 (``tests.nextcloud.nc_sync.make_tree``: 980 files under 1 MB, 18 of 1 to 10 MB, two over
 10 MB, 40 folders, Unicode names). Wall seconds of ``nextcloudcmd`` are measured per round
-(best of ``--rounds``), and the server tree is checked byte-equal to LOCALDIR after each run.
-Exits non-zero unless the bulk variant is faster (BEFORE = no bulk, AFTER = bulk).
+(best of ``--rounds``); after each run LOCALDIR must still hold the generated tree and the
+server tree must be byte-equal to it.
+
+A measurement, not a speed gate: it reports both times and the ratio, and exits 0 when every
+sync succeeds with byte-equal trees, whichever variant is faster; it exits 1 only when a
+``nextcloudcmd`` run fails or a tree differs.
 
     python -m bench nextcloud_sync [--rounds 1] [--small 980]
 """
@@ -45,7 +49,11 @@ def _server_digest(port: int, paths: list[str]) -> dict[str, str]:
     return digests
 
 
-def _one_sync(work: Path, tree: Path, bulk: bool) -> float:
+class SyncFailed(Exception):
+    """A ``nextcloudcmd`` run failed, or a tree after it differs from the generated one."""
+
+
+def _one_sync(work: Path, tree: Path, bulk: bool, expected: dict[str, str]) -> float:
     data = work / ("data-bulk" if bulk else "data-plain")
     env = oxidav_env(data)
     env["OXIDAV_NEXTCLOUD_BULK_UPLOAD"] = "true" if bulk else "false"
@@ -70,13 +78,18 @@ def _one_sync(work: Path, tree: Path, bulk: bool) -> float:
         )
         seconds = time.perf_counter() - started
         if done.returncode != 0:
-            raise RuntimeError(f"nextcloudcmd failed: {done.stderr[-2000:]}")
-        here = {p: hashlib.sha256(b).hexdigest() for p, b in local_files(local).items()}
-        there = _server_digest(server.port, sorted(here))
-        if here != there:
-            raise RuntimeError("the server tree differs from LOCALDIR")
+            raise SyncFailed(f"nextcloudcmd failed: {done.stderr[-2000:]}")
+        here = _digests(local)
+        if here != expected:
+            raise SyncFailed("LOCALDIR differs from the generated tree after the sync")
+        if _server_digest(server.port, sorted(here)) != here:
+            raise SyncFailed("the server tree differs from LOCALDIR")
     subprocess.run(["rm", "-rf", str(local), str(data)], check=True)
     return seconds
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {p: hashlib.sha256(b).hexdigest() for p, b in local_files(root).items()}
 
 
 def main(argv: list[str]) -> int:
@@ -92,15 +105,20 @@ def main(argv: list[str]) -> int:
         files = local_files(tree)
         total = sum(len(b) for b in files.values())
         print(f"tree: {len(files)} files, {total / 1e6:.1f} MB, {shape}")
+        expected = {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
         best: dict[bool, float] = {}
         for round_ in range(args.rounds):
             for bulk in (False, True):
-                seconds = _one_sync(work, tree, bulk)
-                best[bulk] = min(best.get(bulk, seconds), seconds)
                 label = "bulk upload" if bulk else "no bulk (PUT each)"
+                try:
+                    seconds = _one_sync(work, tree, bulk, expected)
+                except SyncFailed as exc:
+                    print(f"round {round_ + 1}: {label}: FAILED: {exc}")
+                    return 1
+                best[bulk] = min(best.get(bulk, seconds), seconds)
                 print(f"round {round_ + 1}: {label:20s} {seconds:7.2f} s")
     print(
         f"best: no bulk {best[False]:.2f} s, bulk {best[True]:.2f} s, "
         f"speed-up x{best[False] / best[True]:.2f}"
     )
-    return 0 if best[True] < best[False] else 1
+    return 0

@@ -94,7 +94,11 @@ def cmd_user_passwd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_user_delete(args: argparse.Namespace, settings: Settings) -> int:
-    accounts.delete_user(_open_db(settings), args.name)
+    from oxidav.services import command_services
+    from oxidav.user_removal import remove_user
+
+    with command_services(settings) as services:
+        remove_user(services.db, services.blobs, args.name)
     print(f"deleted user {args.name!r}")
     return 0
 

@@ -1,10 +1,8 @@
 """The trash as the trashbin needs it: list a user's trash roots, restore one.
 
-Listing and purging use ``oxidav.tree.trash``; ``restore`` is here because the tree has no
-restore operation yet (it belongs in ``oxidav.tree.trash`` and should move there). A trash
-root keeps its original path and its subtree keeps its paths, so restoring to the original
-place only clears the trash marks, re-links the root under the folder now living at its
-original parent path, and rolls the size back up — in one transaction under the tree lock.
+Listing reads the trash roots of ``oxidav.tree``'s nodes; restoring is the tree operation
+``oxidav.tree.restore`` (to the original place, under the tree lock, with the etag roll-up
+and the quota check), called here with the installation's default quota.
 """
 
 from __future__ import annotations
@@ -12,14 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.db import utcnow
 from oxidav.db.models.tree import Node
-from oxidav.tree import Conflict, NotFound, PreconditionFailed, lock_tree, resolve
-from oxidav.tree.names import parent_path
-from oxidav.tree.nodes import propagate
+from oxidav.tree import restore as restore_node
 
 
 @dataclass(frozen=True)
@@ -62,33 +57,10 @@ def list_items(session: Session, user_id: int, item_id: int | None = None) -> li
     ]
 
 
-def restore(session: Session, user_id: int, item_id: int) -> str:
+def restore(session: Session, user_id: int, item_id: int, default_quota_bytes: int = 0) -> str:
     """Put trash root ``item_id`` back at its original path; return that path.
 
-    Raises ``NotFound`` (no such trash item), ``PreconditionFailed`` (something lives at the
-    original path now: 412) or ``Conflict`` (its original folder is gone: 409).
+    Raises the tree's ``NotFound`` (404), ``PreconditionFailed`` (something lives at the
+    original path: 412), ``Conflict`` (its original folder is gone: 409) or ``QuotaExceeded``.
     """
-    lock_tree(session, user_id)
-    found = list_items(session, user_id, item_id)
-    if not found:
-        raise NotFound(f"trash item {item_id}")
-    item = found[0]
-    if resolve(session, user_id, item.original_path) is not None:
-        raise PreconditionFailed(f"{item.original_path!r} exists")
-    parent = resolve(session, user_id, parent_path(item.original_path))
-    if parent is None or not parent.is_folder:
-        raise Conflict(f"the folder of {item.original_path!r} is gone")
-    session.execute(
-        update(Node)
-        .where(Node.trash_root_id == item.id)
-        .values(trashed_at=None, trash_root_id=None)
-        .execution_options(synchronize_session=False)
-    )
-    session.execute(
-        update(Node)
-        .where(Node.id == item.id)
-        .values(parent_id=parent.id, original_parent_id=None, original_path=None)
-        .execution_options(synchronize_session=False)
-    )
-    propagate(session, user_id, parent.path, item.size, utcnow())
-    return item.original_path
+    return restore_node(session, user_id, item_id, default_quota_bytes=default_quota_bytes).path

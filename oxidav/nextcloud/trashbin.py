@@ -226,7 +226,12 @@ class TrashbinProvider(DAVProvider):  # type: ignore[misc]
             raise DAVError(HTTP_BAD_REQUEST, "Destination must be below restore/")
         try:
             with self.context.db.write() as session:
-                restore(session, principal.user_id, item.item.id)
+                restore(
+                    session,
+                    principal.user_id,
+                    item.item.id,
+                    self.context.settings.default_quota_bytes,
+                )
         except TreeError as exc:
             raise DAVError(exc.status, str(exc)) from None
         sent: Iterable[bytes] = util.send_status_response(environ, start_response, HTTP_CREATED)

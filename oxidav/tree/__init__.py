@@ -10,7 +10,7 @@ paths are relative to the user's root in the materialized form of ``names.normal
 - ``listing``: a folder page (keyset), a subtree walk.
 - ``writes``: MKCOL, writing a file version (manifest incref / decref).
 - ``moves``: MOVE (path-prefix rewrite), COPY (shared manifests).
-- ``trash``: DELETE to the trash, purge.
+- ``trash``: DELETE to the trash, restore, purge, releasing a removed user's content.
 - ``quota``: limits and used bytes.
 - ``props``: dead properties by node id; ``locks``: lock rows.
 """
@@ -31,7 +31,13 @@ from oxidav.tree.moves import TransferResult, copy_node, move_node
 from oxidav.tree.names import normalize_name, normalize_path
 from oxidav.tree.nodes import ensure_root, get_node, lock_tree, resolve
 from oxidav.tree.quota import available_bytes, quota_limit, used_bytes
-from oxidav.tree.trash import purge, purge_trashed_before, trash_node
+from oxidav.tree.trash import (
+    purge,
+    purge_trashed_before,
+    release_user_content,
+    restore,
+    trash_node,
+)
 from oxidav.tree.types import ContentFacts, ContentRefs, NodeInfo
 from oxidav.tree.writes import WriteResult, make_folder, set_mtime, write_file
 
@@ -65,7 +71,9 @@ __all__ = [
     "purge",
     "purge_trashed_before",
     "quota_limit",
+    "release_user_content",
     "resolve",
+    "restore",
     "set_mtime",
     "trash_node",
     "used_bytes",

@@ -4,6 +4,10 @@ Trashing marks every live row of the subtree with ``trashed_at`` and ``trash_roo
 deleted node) in one UPDATE and subtracts the subtree's size from the ancestors; the trash
 still references the content, so nothing is decref'd until the purge. A node trashed on its
 own earlier keeps its own trash root, so restoring or purging one never touches the other.
+A trash root keeps its original path and its subtree keeps its paths, so ``restore`` (to the
+original place) only clears the trash marks, re-links the root under the folder now living at
+its original parent path and rolls the size back up. ``release_user_content`` drops every
+node of a user with its content references (removing the user).
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from sqlalchemy.orm import Session
 
 from oxidav.db import Database, utcnow
 from oxidav.db.models.tree import Node
-from oxidav.tree.errors import Forbidden, NotFound
+from oxidav.tree.errors import Conflict, Forbidden, NotFound, PreconditionFailed
 from oxidav.tree.names import parent_path, subtree_bounds
 from oxidav.tree.nodes import lock_tree, propagate, resolve
+from oxidav.tree.quota import check_quota
 from oxidav.tree.types import ContentRefs, NodeInfo
 
 
@@ -80,6 +85,67 @@ def delete_live_file(session: Session, refs: ContentRefs, user_id: int, path: st
         return
     _drop_rows(session, refs, Node.id == node.id)
     propagate(session, user_id, parent_path(path), -node.size)
+
+
+def restore(
+    session: Session,
+    user_id: int,
+    node_id: int,
+    *,
+    default_quota_bytes: int = 0,
+    now: datetime | None = None,
+) -> NodeInfo:
+    """Put trash root ``node_id`` (with its subtree) back at its original path; return it.
+
+    Raises ``NotFound`` (no such trash root of this user), ``PreconditionFailed`` (something
+    lives at the original path now: 412), ``Conflict`` (the original folder is gone: 409) or
+    ``QuotaExceeded`` (the restored bytes count against the quota again: 507).
+    """
+    root = lock_tree(session, user_id)
+    row = session.execute(
+        select(Node.original_path, Node.size).where(
+            Node.id == node_id, Node.user_id == user_id, Node.trash_root_id == Node.id
+        )
+    ).first()
+    if row is None or row[0] is None:
+        raise NotFound(f"trash item {node_id}")
+    path, size = str(row[0]), int(row[1])
+    if resolve(session, user_id, path) is not None:
+        raise PreconditionFailed(f"{path!r} exists")
+    parent = resolve(session, user_id, parent_path(path))
+    if parent is None or not parent.is_folder:
+        raise Conflict(f"the folder of {path!r} is gone")
+    if size > 0:
+        check_quota(session, user_id, root.size + size, default_quota_bytes)
+    session.execute(
+        update(Node)
+        .where(Node.trash_root_id == node_id)
+        .values(trashed_at=None, trash_root_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(Node)
+        .where(Node.id == node_id)
+        .values(parent_id=parent.id, original_parent_id=None, original_path=None)
+        .execution_options(synchronize_session=False)
+    )
+    propagate(session, user_id, parent.path, size, now or utcnow())
+    restored = resolve(session, user_id, path)
+    assert restored is not None
+    return restored
+
+
+def release_user_content(session: Session, refs: ContentRefs, user_id: int) -> int:
+    """Delete every node of ``user_id`` (live and trashed) and drop their content references.
+
+    The first step of removing a user: the ``users`` row cascade would drop the rows without
+    the decrefs, leaking their content. Locks the user's tree (without creating a root).
+    Returns how many rows went.
+    """
+    session.execute(
+        select(Node.id).where(Node.user_id == user_id, Node.parent_id.is_(None)).with_for_update()
+    ).all()
+    return _drop_rows(session, refs, Node.user_id == user_id)
 
 
 def list_trash(session: Session, user_id: int) -> list[tuple[int, str, datetime | None]]:

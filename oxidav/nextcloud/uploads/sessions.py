@@ -244,6 +244,24 @@ def abort(db: Database, chain: BlobChain, session_id: int) -> None:
         finish(session, chain, session_id)
 
 
+def release_user_uploads(session: Session, chain: BlobChain, user_id: int) -> int:
+    """Drop every upload session of ``user_id`` with its chunk references, in the caller's
+    transaction (removing the user: the ``users`` cascade would skip the decrefs). The session
+    rows are locked first, so a chunk being recorded meanwhile either is seen here or finds its
+    session gone. Returns how many sessions went."""
+    ids = list(
+        session.scalars(
+            select(UploadSession.id)
+            .where(UploadSession.user_id == user_id)
+            .order_by(UploadSession.id)
+            .with_for_update()
+        )
+    )
+    for session_id in ids:
+        finish(session, chain, session_id)
+    return len(ids)
+
+
 def assemble(
     db: Database, chain: BlobChain, session_id: int, total_length: int | None
 ) -> StoredContent | None:
