@@ -7,7 +7,7 @@ Nextcloud upload sessions. ``remove_user`` drops those through their rooms (``ox
 ``oxidav.nextcloud.uploads``), decref'ing as it goes, and then deletes the user row, all in
 one write transaction; content nobody else references is then collected by
 ``oxidav blobs gc``. Calendars, address books, app passwords and grants keep no blobs and go
-with the cascade.
+with the cascade; the user's DAV locks (keyed by URL) are dropped explicitly.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.models.users import User
 from oxidav.nextcloud.uploads.sessions import release_user_uploads
+from oxidav.providers.urls import files_home_href
 from oxidav.tree import release_user_content
+from oxidav.tree.locks import delete_locks
 
 
 @dataclass(frozen=True)
@@ -45,5 +47,8 @@ def remove_user(db: Database, chain: BlobChain, username: str) -> RemovalReport:
             raise AccountError(f"no user {username!r}")
         nodes = release_user_content(session, chain, user_id)
         uploads = release_user_uploads(session, chain, user_id)
+        # Locks are keyed by URL, which carries the user name: a later user of the same name
+        # must not inherit them.
+        delete_locks(session, files_home_href(username), recursive=True)
         session.execute(delete(User).where(User.id == user_id))
     return RemovalReport(int(user_id), nodes, uploads)

@@ -99,6 +99,11 @@ def set_password(db: Database, username: str, password: str) -> None:
 
 
 def delete_user(db: Database, username: str) -> None:
+    """Delete the user row only (the database cascades their rows).
+
+    Content references (files, upload sessions) are not released here; to remove a user from
+    a running installation use ``oxidav.user_removal.remove_user``, which does both.
+    """
     with db.write() as session:
         session.delete(_get_user(session, username))
 

@@ -81,3 +81,28 @@ def test_remove_unknown_user(database: Database, tmp_path: Path) -> None:
     chain = BlobChain(database, LocalBlobStore(tmp_path / "blobs"))
     with pytest.raises(accounts.AccountError):
         remove_user(database, chain, "nobody")
+
+
+def test_remove_user_drops_their_locks(database: Database, tmp_path: Path) -> None:
+    from oxidav.tree.locks import create_lock, list_locks
+
+    accounts.create_user(database, "alice", "secret")
+    accounts.create_user(database, "bob", "secret")
+    lock = {
+        "type": "write",
+        "scope": "exclusive",
+        "depth": "0",
+        "owner": b"",
+        "timeout": 60,
+        "principal": "alice",
+    }
+    with database.write() as session:
+        create_lock(session, "/remote.php/dav/files/alice/doc.txt", dict(lock))
+        create_lock(session, "/remote.php/dav/files/bob/doc.txt", {**lock, "principal": "bob"})
+    remove_user(database, BlobChain(database, LocalBlobStore(tmp_path / "blobs")), "alice")
+    with database.read() as session:
+        roots = [
+            found["root"]
+            for found in list_locks(session, "/", include_root=True, include_children=True)
+        ]
+    assert roots == ["/remote.php/dav/files/bob/doc.txt"]
