@@ -33,16 +33,19 @@ def test_litmus(live_server: LiveServer, tmp_path: Path) -> None:
     assert "WARNING" not in result.stdout, result.stdout
 
 
-def _tree(root: Path) -> None:
-    """A small tree: nested folders, Unicode and space names, empty files, one larger file."""
-    for i in range(4):
+def _tree(root: Path, folders: int, per_folder: int, big_bytes: int) -> None:
+    """Nested folders, Unicode and space names, empty files, one large file."""
+    for i in range(folders):
         folder = root / f"dir {i}" / "sub ü" / f"deep-{i}"
         folder.mkdir(parents=True)
-        for j in range(12):
+        for j in range(per_folder):
             (folder / f"file {j} é.txt").write_bytes(f"{i}-{j}\n".encode() * (j + 1))
         (folder / "empty").write_bytes(b"")
     (root / "日本語 名前.txt").write_text("unicode\n")
-    (root / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024 + 17))
+    with (root / "big.bin").open("wb") as big:
+        for _ in range(big_bytes // (1 << 20)):
+            big.write(os.urandom(1 << 20))
+        big.write(os.urandom(big_bytes % (1 << 20)))
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -51,6 +54,22 @@ def _files(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed")
 def test_rclone_sync_check_and_copy_back(live_server: LiveServer, tmp_path: Path) -> None:
+    """CI size: 52 files in nested folders, empty files, one 3 MiB file."""
+    _rclone_round_trip(
+        live_server, tmp_path, folders=4, per_folder=12, big_bytes=3 * (1 << 20) + 17
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed")
+def test_rclone_full_size(live_server: LiveServer, tmp_path: Path) -> None:
+    """The issue's size: 510 files in nested folders, empty files, one 200 MiB file."""
+    _rclone_round_trip(live_server, tmp_path, folders=10, per_folder=50, big_bytes=200 << 20)
+
+
+def _rclone_round_trip(
+    live_server: LiveServer, tmp_path: Path, *, folders: int, per_folder: int, big_bytes: int
+) -> None:
     obscured = subprocess.run(
         ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -66,12 +85,12 @@ def test_rclone_sync_check_and_copy_back(live_server: LiveServer, tmp_path: Path
 
     def rclone(*args: str) -> None:
         done = subprocess.run(
-            ["rclone", *args], env=env, capture_output=True, text=True, timeout=300
+            ["rclone", *args], env=env, capture_output=True, text=True, timeout=1200
         )
         assert done.returncode == 0, (args, done.stderr[-3000:])
 
     local = tmp_path / "local"
-    _tree(local)
+    _tree(local, folders, per_folder, big_bytes)
     rclone("sync", str(local), "ox:tree")
     rclone("check", str(local), "ox:tree")
     # Edit, delete and rename some files locally, then sync again.
