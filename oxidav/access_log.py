@@ -54,5 +54,8 @@ class AccessLog:
                 path,
                 status,
                 (time.perf_counter() - started) * 1000,
-                environ.get("wsgidav.auth.user_name") or "-",
+                # The authenticated principal, also when acting in a sharer's tree (authz).
+                getattr(environ.get("oxidav.principal"), "username", None)
+                or environ.get("wsgidav.auth.user_name")
+                or "-",
             )

@@ -9,7 +9,9 @@ Authentication:
 
 Authorization:
 
-- ``policy.decide`` and ``AuthzMiddleware``: who may touch which path (today: ownership).
+- ``policy.authorize`` and ``AuthzMiddleware``: who may touch which path. Own paths pass
+  at once; another user's file tree is decided by the grant engine (one ``RequestAuthz`` per
+  request); other users' calendars, address books, uploads and trashbin answer 404.
 - ``GrantEngine`` (``engine``): grants with folder cascade. ``check(principal, action,
   resource)`` and the batched ``filter(...)`` answer with a ``Decision`` (and the status to give:
   404 where a 403 would reveal that something exists); ``engine.request(principal)`` gives the

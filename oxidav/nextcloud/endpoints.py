@@ -27,6 +27,7 @@ from oxidav.db.models.users import User
 from oxidav.nextcloud import capabilities as caps
 from oxidav.nextcloud import ocs
 from oxidav.nextcloud.login_flow import LOGIN_V2, LoginFlowApp
+from oxidav.nextcloud.sharing import SHARING_PREFIXES, SharingApp
 from oxidav.services import Services
 from oxidav.tree import quota_limit, used_bytes
 
@@ -205,8 +206,10 @@ def _status_line(code: int) -> str:
 
 def nextcloud_routes(services: Services) -> list[tuple[str, WSGIApplication]]:
     """The Router entries of this room (prefix, app)."""
+    sharing = SharingApp(services)
     return [
         (STATUS_PATH, status_app),
+        *((prefix, sharing) for prefix in SHARING_PREFIXES),  # before the OCS catch-all
         (OCS_PREFIX, OcsApp(services)),
         (LOGIN_V2, LoginFlowApp(services)),
     ]

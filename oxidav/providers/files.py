@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 
 from wsgidav.dav_provider import DAVProvider
 
+from oxidav.authz.middleware import ENVIRON_ACTING_FOR
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.providers.files_context import FilesBackend, Target
@@ -88,7 +89,9 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
     def locate(self, path: str, environ: dict[str, Any]) -> Target | str | None:
         """The tree place of a share-relative ``path``; ``HOME`` for the homes collection;
         None if it is not the caller's or cannot name a node."""
-        user = environ.get("wsgidav.auth.user_name") or ""
+        # A request the authz middleware admitted into another user's tree (a share) acts in
+        # the owner's tree; everyone else acts in their own.
+        user = environ.get(ENVIRON_ACTING_FOR) or environ.get("wsgidav.auth.user_name") or ""
         if self.user_from == "path":
             owner, _, rest = path.strip("/").partition("/")
             if owner == "":
