@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import LiveServer
+from tests.support.rclone import rclone_runner
 
 SUITES = ("basic", "copymove", "props", "locks", "http")
 SUMMARY = re.compile(r"summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed")
@@ -70,24 +71,7 @@ def test_rclone_full_size(live_server: LiveServer, tmp_path: Path) -> None:
 def _rclone_round_trip(
     live_server: LiveServer, tmp_path: Path, *, folders: int, per_folder: int, big_bytes: int
 ) -> None:
-    obscured = subprocess.run(
-        ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    env = {
-        **os.environ,
-        "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-        "RCLONE_CONFIG_OX_TYPE": "webdav",
-        "RCLONE_CONFIG_OX_URL": f"{live_server.base_url}/remote.php/dav/files/alice/",
-        "RCLONE_CONFIG_OX_VENDOR": "other",
-        "RCLONE_CONFIG_OX_USER": "alice",
-        "RCLONE_CONFIG_OX_PASS": obscured,
-    }
-
-    def rclone(*args: str) -> None:
-        done = subprocess.run(
-            ["rclone", *args], env=env, capture_output=True, text=True, timeout=1200
-        )
-        assert done.returncode == 0, (args, done.stderr[-3000:])
+    rclone = rclone_runner(live_server, tmp_path, vendor="other", timeout=1200)
 
     local = tmp_path / "local"
     _tree(local, folders, per_folder, big_bytes)

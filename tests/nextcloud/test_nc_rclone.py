@@ -8,13 +8,13 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.nextcloud.nc_sync import MB, local_files, requests_of
 from tests.support.live import LiveServer
+from tests.support.rclone import rclone_runner
 
 pytestmark = pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed")
 
@@ -43,25 +43,7 @@ def test_rclone_nextcloud_round_trip(
     live_server: LiveServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="oxidav.access")
-    obscured = subprocess.run(
-        ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    env = {
-        **os.environ,
-        "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-        "RCLONE_CONFIG_OX_TYPE": "webdav",
-        "RCLONE_CONFIG_OX_URL": f"{live_server.base_url}/remote.php/dav/files/alice/",
-        "RCLONE_CONFIG_OX_VENDOR": "nextcloud",
-        "RCLONE_CONFIG_OX_USER": "alice",
-        "RCLONE_CONFIG_OX_PASS": obscured,
-    }
-
-    def rclone(*args: str) -> str:
-        done = subprocess.run(
-            ["rclone", *args], env=env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, (args, done.stderr[-3000:])
-        return done.stdout + done.stderr
+    rclone = rclone_runner(live_server, tmp_path, vendor="nextcloud")
 
     local = tmp_path / "local"
     _tree(local)
