@@ -30,41 +30,12 @@ from pathlib import Path
 
 import blake3
 
+from bench._memory import random_file, reset_peak, status_kib
 from oxidav.blobs import BlobChain, LocalBlobStore
 from oxidav.blobs.chunking import ChunkedContent
 from oxidav.blobs.ingest import Ingest
 from oxidav.db import Database
 from oxidav.db.migrate import upgrade
-
-
-def _hwm_kib() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_hwm() -> None:
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-
-
-def _make_source(path: Path, size: int) -> None:
-    with open(path, "wb") as fh:
-        left = size
-        while left:
-            piece = os.urandom(min(left, 16 << 20))
-            fh.write(piece)
-            left -= len(piece)
 
 
 def limit_mb_s(path: Path, size: int) -> tuple[float, str, list[int]]:
@@ -122,14 +93,14 @@ def _median(values: list[float]) -> str:
 
 def ingest_run(chain: BlobChain, path: Path, size: int) -> tuple[float, int, int, str]:
     """(seconds, new bytes written, peak RSS growth in KiB, manifest hash)."""
-    _reset_hwm()
-    base = _rss_kib()
+    reset_peak()
+    base = status_kib("VmRSS")
     run = Ingest(chain.db, chain.store)
     started = time.perf_counter()
     with open(path, "rb", buffering=0) as fh:
         stored = run.run(fh, expected_length=size)
     elapsed = time.perf_counter() - started
-    return elapsed, run.written_bytes, _hwm_kib() - base, stored.manifest_hash
+    return elapsed, run.written_bytes, status_kib("VmHWM") - base, stored.manifest_hash
 
 
 def main(argv: list[str]) -> int:
@@ -144,7 +115,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
         source = root / "source.bin"
-        _make_source(source, size)
+        random_file(source, size)
         _limit, content_hash, sizes = limit_mb_s(source, size)  # warm-up, and the chunk sizes
         limits: list[float] = []
         ceilings: list[float] = []

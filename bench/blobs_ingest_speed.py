@@ -45,6 +45,7 @@ from pathlib import Path
 import blake3
 from sqlalchemy import select
 
+from bench._memory import random_file, status_kib
 from oxidav.blobs.ingest import SYNC_EVERY, Ingest, StoredContent
 from oxidav.blobs.local import LocalBlobStore
 from oxidav.blobs.store import BlobNotFoundError, BlobStore, shard_of
@@ -201,43 +202,18 @@ class _BeforeIngest(Ingest):
 # ---- the run ---------------------------------------------------------------------------
 
 
-def _make_source(path: Path, size: int) -> None:
-    with open(path, "wb") as fh:
-        left = size
-        while left:
-            piece = os.urandom(min(left, 16 << 20))
-            fh.write(piece)
-            left -= len(piece)
-
-
-def _hwm_kib() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def _ingest(
     ingest: type[Ingest], store: LocalBlobStore, db: Database, source: Path, size: int
 ) -> tuple[float, int, StoredContent]:
     """(seconds, peak RSS growth in KiB, result) of one ingest."""
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")  # reset VmHWM
-    base = _rss_kib()
+    base = status_kib("VmRSS")
     run = ingest(db, store)
     started = time.perf_counter()
     with open(source, "rb", buffering=0) as fh:
         stored = run.run(fh, expected_length=size)
-    return time.perf_counter() - started, _hwm_kib() - base, stored
+    return time.perf_counter() - started, status_kib("VmHWM") - base, stored
 
 
 Snapshot = tuple[StoredContent, list[tuple[str, int, int]], list[str]]
@@ -294,7 +270,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
         source = root / "source.bin"
-        _make_source(source, size)
+        random_file(source, size)
         for i in range(args.rounds):
             order = names[i % len(names) :] + names[: i % len(names)]  # rotate who goes first
             for name in order:
