@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 from wsgidav.dav_provider import DAVProvider
 
 from oxidav.authz.middleware import ENVIRON_ACTING_FOR
+from oxidav.authz.views import view_for, views_of
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.providers.files_context import FilesBackend, Target
@@ -89,6 +90,9 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
     def locate(self, path: str, environ: dict[str, Any]) -> Target | str | None:
         """The tree place of a share-relative ``path``; ``HOME`` for the homes collection;
         None if it is not the caller's or cannot name a node."""
+        viewed = self._locate_in_view(path, environ)
+        if viewed is not None:
+            return viewed
         # A request the authz middleware admitted into another user's tree (a share) acts in
         # the owner's tree; everyone else acts in their own.
         user = environ.get(ENVIRON_ACTING_FOR) or environ.get("wsgidav.auth.user_name") or ""
@@ -110,6 +114,19 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         if user_id is None:
             return None
         return Target(user, user_id, tree_path)
+
+    def _locate_in_view(self, path: str, environ: dict[str, Any]) -> Target | None:
+        """The owner's place of a path the authz layer admitted through a ``TreeView``."""
+        if not views_of(environ):
+            return None
+        found = view_for(environ, self.share_path + path)
+        if found is None:
+            return None
+        view, tree_path = found
+        try:
+            return Target(view.owner, view.owner_id, normalize_path(tree_path))
+        except InvalidName:
+            return None
 
     def get_resource_inst(
         self, path: str, environ: dict[str, Any]
