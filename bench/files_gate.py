@@ -17,6 +17,11 @@ is not higher than BEFORE's plus 5 MB), or when any answer differs.
 
     python -m bench files_gate put [--rounds 3] [--files 1000] [--before REV]
     python -m bench files_gate large [--rounds 3] [--mib 512] [--ranges 1000] [--before REV]
+
+``--before-src DIR`` runs BEFORE from a folder holding an ``oxidav`` package instead (e.g. a
+copy of the working tree with only one's own files put back to their committed text), and
+``--after-src DIR`` runs AFTER from such a folder (a snapshot of the working tree), so one
+change is measured while others are still uncommitted and changing in the same checkout.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ REPO = Path(__file__).resolve().parent.parent
 RSS_SLACK_MB = 5.0
 
 Factory = Callable[[], AbstractContextManager[Server]]
+#: AFTER's source folder (``--after-src``); None: the working tree.
+after_src: Path | None = None
 
 
 def export_revision(rev: str, dest: Path) -> Path:
@@ -71,7 +78,7 @@ def contenders(tmp: Path, before_src: Path, tag: str) -> dict[str, Factory]:
     fs_root = tmp / f"fs-{tag}"
     fs_root.mkdir()
     made: dict[str, Factory] = {"FilesystemProvider": lambda: filesystem_server(fs_root)}
-    for name, source in (("BEFORE", before_src), ("AFTER", None)):
+    for name, source in (("BEFORE", before_src), ("AFTER", after_src)):
         env = oxidav_env(tmp / f"{name}-{tag}")
         add_alice(env, source)
         made[name] = functools.partial(oxidav_server, env, source, name)
@@ -143,14 +150,23 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench files_gate")
     parser.add_argument("workload", choices=["put", "large"])
     parser.add_argument("--before", default=BEFORE_REV, help="git revision of BEFORE")
+    parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
+    parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--mib", type=int, default=512)
     parser.add_argument("--ranges", type=int, default=1000)
     args = parser.parse_args(argv)
+    global after_src
+    after_src = None if args.after_src is None else args.after_src.resolve()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        before_src = export_revision(args.before, tmp / "before-src")
+        if args.before_src is not None:
+            before_src = args.before_src.resolve()
+            print(f"BEFORE: {before_src}/oxidav")
+        else:
+            before_src = export_revision(args.before, tmp / "before-src")
+            print(f"BEFORE: {args.before}")
         if args.workload == "put":
             figures = run_put(tmp, before_src, args.rounds, args.files)
         else:

@@ -5,16 +5,29 @@
 ``BEGIN IMMEDIATE`` — two writers that both start with a deferred ``BEGIN`` and later upgrade to
 a write lock would otherwise fail with "database is locked" instead of waiting their turn. On
 PostgreSQL both are ordinary transactions; row locks do the rest.
+
+SQLite admits one writer at a time, and a writer that finds the database locked sleeps in
+SQLite's busy handler (1, 2, 5, 10 … ms) before it retries — with eight threads of one process
+writing small files, those sleeps cost more than the writes. The writers of one process
+therefore first queue on a process-wide mutex (woken the moment the previous writer commits);
+the busy timeout still arbitrates between processes.
+
+``core(session)`` is the session's connection for pre-built Core statements: the hot paths
+(tree reads and writes, lock checks) build their statements once at import and execute them
+with parameters, skipping per-call statement construction and the ORM execution layer.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
@@ -38,7 +51,13 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get(_IMMEDIATE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+        # Straight to the driver: a statement through SQLAlchemy costs more than the BEGIN, and
+        # every request opens several transactions. Errors keep SQLAlchemy's wrapping.
+        try:
+            conn.connection.driver_connection.execute(statement)
+        except sqlite3.Error as exc:
+            raise OperationalError(statement, None, exc) from exc
 
 
 def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
@@ -62,6 +81,35 @@ def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
     return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
 
 
+class _WriterQueue:
+    """The process-wide queue of SQLite writers. Re-entrant (a nested write in one thread meets
+    SQLite's own lock, as without the queue), and bounded by the busy timeout: a writer that
+    waited that long goes on and lets SQLite's busy handler decide, so a stuck writer still
+    fails with "database is locked" instead of hanging."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._held = threading.local()
+
+    def __enter__(self) -> None:
+        stack: list[bool] | None = getattr(self._held, "stack", None)
+        if stack is None:
+            stack = self._held.stack = []
+        stack.append(self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held.stack.pop():
+            self._lock.release()
+
+
+def core(session: Session) -> Connection:
+    """The connection of ``session``'s transaction, for pre-built Core statements (pending ORM
+    changes are flushed first, as an ORM query would)."""
+    if session.new or session.dirty or session.deleted:
+        session.flush()
+    return session.connection()
+
+
 class Database:
     """The engine plus two session factories: one for reads, one for writes."""
 
@@ -71,6 +119,9 @@ class Database:
         write_bind = engine.execution_options(**{_IMMEDIATE: True}) if self.is_sqlite else engine
         self._read = sessionmaker(bind=engine, expire_on_commit=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False)
+        self._writer: AbstractContextManager[Any] = (
+            _WriterQueue() if self.is_sqlite else nullcontext()
+        )
 
     @classmethod
     def from_url(cls, url: str | URL) -> Database:
@@ -88,7 +139,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """A session whose transaction commits on a clean exit and rolls back on an exception."""
-        with self._write() as session, session.begin():
+        with self._writer, self._write() as session, session.begin():
             yield session
 
     def dispose(self) -> None:

@@ -120,7 +120,11 @@ def handle_put(
     server._evaluate_if_headers(res, environ)
     require_etag = res.get_etag() if res is not None and "HTTP_IF_MATCH" in environ else None
     require_absent = res is None and environ.get("HTTP_IF_NONE_MATCH", "").strip() == "*"
-    server._check_write_permission(res if res is not None else parent, "0", environ)
+    lock_manager = provider.lock_manager
+    if res is None or lock_manager is None:
+        # A new member changes its parent (a depth-0 lock on the parent conflicts); an
+        # existing target is checked by the write transaction below, with the same rules.
+        server._check_write_permission(res if res is not None else parent, "0", environ)
 
     length = _content_length(environ)
     mtime = _mtime(environ)
@@ -132,7 +136,6 @@ def handle_put(
             raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
 
     ref_url = provider.ref_url(target, False)
-    lock_manager = provider.lock_manager
     try:
         if lock_manager is None:
             stored = _ingest(backend, environ, length)

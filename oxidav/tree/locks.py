@@ -4,7 +4,8 @@ These functions are the storage under ``oxidav.providers.files_locks`` (WsgiDAV'
 ``LockStorage`` interface) and are also used directly where a tree operation must drop locks in
 its own transaction (DELETE and MOVE remove the locks of the source, §9.6.1 and §9.9.1). Lock
 roots are normalized URLs without a trailing slash; the locks below a root are one range query.
-Expired locks are never returned and are deleted whenever a lock is created.
+Expired locks are never returned and are deleted whenever a lock is created. The check every
+write makes (``list_locks_at``) runs pre-built statements on the session's connection.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import secrets
 import time
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
+from oxidav.db import core
 from oxidav.db.models.tree import DavLock
 
 DEFAULT_TIMEOUT = 604800.0
@@ -124,15 +126,44 @@ def list_locks(
     return [_as_dict(row) for row in rows]
 
 
+_LOCK_FIELDS = {
+    "token": DavLock.token,
+    "root": DavLock.root,
+    "type": DavLock.lock_type,
+    "scope": DavLock.scope,
+    "depth": DavLock.depth,
+    "owner": DavLock.owner,
+    "timeout": DavLock.timeout,
+    "expire": DavLock.expire,
+    "principal": DavLock.principal,
+}
+_AT_ROOTS = DavLock.root.in_(bindparam("roots", expanding=True))
+_ALIVE = or_(DavLock.expire < 0, DavLock.expire >= bindparam("now"))
+_LOCKS_AT = select(*_LOCK_FIELDS.values()).where(_AT_ROOTS, _ALIVE).order_by(DavLock.created_at)
+_LOCKS_AT_OR_BELOW = (
+    select(*_LOCK_FIELDS.values())
+    .where(
+        or_(
+            _AT_ROOTS,
+            (DavLock.root >= bindparam("lower")) & (DavLock.root < bindparam("upper")),
+        ),
+        _ALIVE,
+    )
+    .order_by(DavLock.created_at)
+)
+
+
 def list_locks_at(session: Session, roots: list[str], below: str | None = None) -> list[LockDict]:
     """Live locks rooted at one of ``roots``, or strictly below ``below`` (one query)."""
-    condition: ColumnElement[bool] = DavLock.root.in_(roots)
+    params: dict[str, object] = {"roots": roots, "now": time.time()}
+    stmt = _LOCKS_AT
     if below is not None:
-        condition = or_(condition, _below(normalize_root(below)))
-    rows = session.scalars(
-        select(DavLock).where(condition, _alive(time.time())).order_by(DavLock.created_at)
-    )
-    return [_as_dict(row) for row in rows]
+        below = normalize_root(below)
+        prefix = "/" if below == "/" else below + "/"
+        params.update(lower=prefix, upper=prefix[:-1] + "0")
+        stmt = _LOCKS_AT_OR_BELOW
+    rows = core(session).execute(stmt, params)
+    return [dict(zip(_LOCK_FIELDS, row, strict=True)) for row in rows]
 
 
 def delete_locks(session: Session, root: str, *, recursive: bool = True) -> int:

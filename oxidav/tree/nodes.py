@@ -7,6 +7,10 @@ queue instead of deadlocking, and a check-then-write (does the name exist? does 
 allow it?) cannot race. ``propagate`` then gives the changed folder and all its ancestors a new
 etag, adjusts their rolled-up size and mtime in one UPDATE (DESIGN §6: a Nextcloud client skips
 every subtree whose etag did not change).
+
+The statements of these hot paths (every request resolves nodes, every write locks the tree and
+rolls up) are built once at import with bind parameters and run on the session's connection
+(``oxidav.db.core``): building a statement costs several times more than running it.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, insert, select, update
+from sqlalchemy import Select, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, core, utcnow
 from oxidav.db.models.tree import Node
 from oxidav.tree.names import ancestor_paths
 from oxidav.tree.types import NODE_COLUMNS, NodeInfo
@@ -37,29 +41,56 @@ def select_live() -> Select[*tuple[Any, ...]]:
     return select(*NODE_COLUMNS).where(Node.trashed_at.is_(None))
 
 
+_BY_PATH = select_live().where(Node.user_id == bindparam("user_id"), Node.path == bindparam("path"))
+_BY_PATHS = select_live().where(
+    Node.user_id == bindparam("user_id"), Node.path.in_(bindparam("paths", expanding=True))
+)
+_BY_ID = select_live().where(Node.id == bindparam("node_id"))
+_CHILD = select_live().where(
+    Node.parent_id == bindparam("parent_id"), Node.name == bindparam("name")
+)
+_ROOT_FOR_UPDATE = (
+    select_live()
+    .where(Node.user_id == bindparam("user_id"), Node.parent_id.is_(None))
+    .with_for_update()
+)
+_ROLL_UP = (
+    update(Node)
+    .where(
+        Node.user_id == bindparam("owner_id"),
+        Node.trashed_at.is_(None),
+        Node.is_folder.is_(True),
+        Node.path.in_(bindparam("folder_paths", expanding=True)),
+    )
+    .values(
+        etag=bindparam("new_etag"),
+        size=Node.size + bindparam("delta", type_=Node.size.type),
+        mtime=bindparam("new_mtime", type_=Node.mtime.type),
+    )
+)
+
+
 def resolve(session: Session, user_id: int, path: str) -> NodeInfo | None:
     """The live node at ``path`` (materialized form, see ``names.normalize_path``)."""
-    row = session.execute(select_live().where(Node.user_id == user_id, Node.path == path)).first()
+    row = core(session).execute(_BY_PATH, {"user_id": user_id, "path": path}).first()
     return None if row is None else NodeInfo.from_row(row)
 
 
 def resolve_many(session: Session, user_id: int, paths: list[str]) -> dict[str, NodeInfo]:
     """The live nodes at ``paths`` (one query), by path; missing paths are absent."""
-    rows = session.execute(select_live().where(Node.user_id == user_id, Node.path.in_(paths)))
+    rows = core(session).execute(_BY_PATHS, {"user_id": user_id, "paths": paths})
     return {node.path: node for node in map(NodeInfo.from_row, rows)}
 
 
 def get_node(session: Session, node_id: int) -> NodeInfo | None:
     """The live node with id ``node_id``."""
-    row = session.execute(select_live().where(Node.id == node_id)).first()
+    row = core(session).execute(_BY_ID, {"node_id": node_id}).first()
     return None if row is None else NodeInfo.from_row(row)
 
 
 def child(session: Session, parent_id: int, name: str) -> NodeInfo | None:
     """The live child ``name`` of folder ``parent_id``."""
-    row = session.execute(
-        select_live().where(Node.parent_id == parent_id, Node.name == name)
-    ).first()
+    row = core(session).execute(_CHILD, {"parent_id": parent_id, "name": name}).first()
     return None if row is None else NodeInfo.from_row(row)
 
 
@@ -103,11 +134,11 @@ def ensure_root(db: Database, user_id: int) -> NodeInfo:
 
 def lock_tree(session: Session, user_id: int) -> NodeInfo:
     """Take the user's tree write lock (the root row) and return the root; create it if absent."""
-    stmt = select_live().where(Node.user_id == user_id, Node.parent_id.is_(None))
-    row = session.execute(stmt.with_for_update()).first()
+    params = {"user_id": user_id}
+    row = core(session).execute(_ROOT_FOR_UPDATE, params).first()
     if row is None:
         _insert_root(session, user_id)
-        row = session.execute(stmt.with_for_update()).first()
+        row = core(session).execute(_ROOT_FOR_UPDATE, params).first()
         assert row is not None
     return NodeInfo.from_row(row)
 
@@ -116,14 +147,13 @@ def propagate(
     session: Session, user_id: int, folder_path: str, size_delta: int, now: datetime | None = None
 ) -> None:
     """A child of ``folder_path`` changed: new etag, size += delta and mtime for it and above."""
-    session.execute(
-        update(Node)
-        .where(
-            Node.user_id == user_id,
-            Node.trashed_at.is_(None),
-            Node.is_folder.is_(True),
-            Node.path.in_(ancestor_paths(folder_path)),
-        )
-        .values(etag=new_etag(), size=Node.size + size_delta, mtime=now or utcnow())
-        .execution_options(synchronize_session=False)
+    core(session).execute(
+        _ROLL_UP,
+        {
+            "owner_id": user_id,
+            "folder_paths": ancestor_paths(folder_path),
+            "new_etag": new_etag(),
+            "delta": size_delta,
+            "new_mtime": now or utcnow(),
+        },
     )

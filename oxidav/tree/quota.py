@@ -7,17 +7,20 @@ size of the user's root folder: the live files, not the trash.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from oxidav.db import core
 from oxidav.db.models.users import User
 from oxidav.tree.errors import QuotaExceeded
 from oxidav.tree.nodes import resolve
 
+_OWN_LIMIT = select(User.quota_bytes).where(User.id == bindparam("user_id"))
+
 
 def quota_limit(session: Session, user_id: int, default_quota_bytes: int = 0) -> int | None:
     """The user's quota in bytes, or None for unlimited."""
-    own = session.scalar(select(User.quota_bytes).where(User.id == user_id))
+    own = core(session).execute(_OWN_LIMIT, {"user_id": user_id}).scalar()
     if own is None:
         return default_quota_bytes if default_quota_bytes > 0 else None
     return None if own < 0 else own

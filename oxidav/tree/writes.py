@@ -14,10 +14,10 @@ import mimetypes
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from oxidav.db import utcnow
+from oxidav.db import core, utcnow
 from oxidav.db.models.tree import Node
 from oxidav.tree.errors import AlreadyExists, Conflict, IsAFolder, PreconditionFailed
 from oxidav.tree.names import base_name, parent_path
@@ -53,8 +53,13 @@ def parent_folder(session: Session, user_id: int, path: str) -> NodeInfo:
     return parent
 
 
+#: Built once (see ``oxidav.tree.nodes``); the columns written are the keys of the parameters.
+_INSERT = insert(Node).returning(*NODE_COLUMNS)
+_UPDATE = update(Node).where(Node.id == bindparam("node_id")).returning(*NODE_COLUMNS)
+
+
 def insert_node(session: Session, values: dict[str, object]) -> NodeInfo:
-    row = session.execute(insert(Node).values(**values).returning(*NODE_COLUMNS)).one()
+    row = core(session).execute(_INSERT, values).one()
     return NodeInfo.from_row(row)
 
 
@@ -147,9 +152,7 @@ def write_file(
     else:
         if existing.manifest_hash is not None:
             refs.decref(session, existing.manifest_hash)
-        row = session.execute(
-            update(Node).where(Node.id == existing.id).values(**values).returning(*NODE_COLUMNS)
-        ).one()
+        row = core(session).execute(_UPDATE, {**values, "node_id": existing.id}).one()
         node = NodeInfo.from_row(row)
     propagate(session, user_id, parent.path, delta, now)
     return WriteResult(node, existing is None)
