@@ -72,5 +72,9 @@ class FilterFilesReport:
         return sent
 
 
+#: One instance for the process: every app built registers this same object (idempotent).
+FILTER_FILES_REPORT = FilterFilesReport()
+
+
 def register() -> None:
-    register_report(FilterFilesReport())
+    register_report(FILTER_FILES_REPORT)

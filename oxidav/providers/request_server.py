@@ -76,12 +76,16 @@ REPORTS: dict[str, Report] = {}
 
 def register_report(report: Report) -> None:
     """Add ``report``. Several rooms may register a report of the same name (calendars and
-    address books both answer DAV:sync-collection): the first that applies answers."""
+    address books both answer DAV:sync-collection): the first that applies answers.
+    Registering the same object again is a no-op."""
     existing = REPORTS.get(report.name)
-    if existing is None or existing is report:
+    if existing is None:
         REPORTS[report.name] = report
-    else:
-        REPORTS[report.name] = _FirstApplicable(report.name, (existing, report))
+        return
+    known = existing.reports if isinstance(existing, _FirstApplicable) else (existing,)
+    if any(r is report for r in known):
+        return
+    REPORTS[report.name] = _FirstApplicable(report.name, (*known, report))
 
 
 class _FirstApplicable:
