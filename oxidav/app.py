@@ -3,7 +3,9 @@
 The request path of DESIGN §3, outermost first::
 
     AccessLog                       one line per request
-    Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*
+    Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
+                                    public links: /s/<token>, /public.php/webdav (its own
+                                    WsgiDAVApp: ErrorPrinter, PublicLinkMiddleware, resolver)
     WsgiDAVApp                      resolves the provider by path, then its middleware stack:
       ErrorPrinter                  DAVError -> HTTP response
       OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
@@ -22,10 +24,15 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 from oxidav.access_log import AccessLog
 from oxidav.authz.basic_auth import OxiHTTPAuthenticator
 from oxidav.authz.domain_controller import OxiDomainController
+from oxidav.authz.link_access import LinkGate
+from oxidav.authz.link_middleware import PublicLinkMiddleware
 from oxidav.authz.middleware import AuthzMiddleware
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.endpoints import nextcloud_routes
+from oxidav.nextcloud.enrichers import register_share_types
+from oxidav.nextcloud.link_share_types import link_share_types
 from oxidav.nextcloud.middleware import NextcloudMiddleware
+from oxidav.nextcloud.public_links import PublicLinkPages
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
 from oxidav.providers import urls
@@ -94,8 +101,35 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
     }
 
 
+def public_dav_config(settings: Settings, services: Services, gate: LinkGate) -> dict[str, Any]:
+    """The WsgiDAV configuration of ``/public.php/webdav``: the same files provider, shown
+    only through the link's ``TreeView``; ``PublicLinkMiddleware`` does authn and authz."""
+    provider = FilesProvider.from_settings(
+        settings, services.db, services.blobs, user_from="view", canonical_share=urls.FILES
+    )
+    return {
+        **dav_config(settings, services),
+        "provider_mapping": {urls.PUBLIC_WEBDAV: provider},
+        "middleware_stack": [ErrorPrinter, PublicLinkMiddleware, OxiRequestResolver],
+        "oxidav": {"links": gate, "services": services},
+    }
+
+
+def public_link_routes(settings: Settings, services: Services) -> list[tuple[str, Any]]:
+    """Router entries of public links: their WebDAV and their ``/s/<token>`` pages."""
+    gate = LinkGate(services.db, settings)
+    dav = WsgiDAVApp(public_dav_config(settings, services, gate))
+    return [(urls.PUBLIC_WEBDAV, dav), (urls.PUBLIC_SHARE, PublicLinkPages(gate, dav))]
+
+
 def make_app(settings: Settings, services: Services | None = None) -> WSGIApplication:
     """Build the WSGI app. The database must already be migrated (``bootstrap.prepare``)."""
     services = services or Services.open(settings)
+    register_share_types(link_share_types)  # oc:share-types 3 (idempotent)
     dav = WsgiDAVApp(dav_config(settings, services))
-    return AccessLog(Router([*DISCOVERY_ROUTES, *nextcloud_routes(services)], fallback=dav))
+    routes = [
+        *DISCOVERY_ROUTES,
+        *nextcloud_routes(services),
+        *public_link_routes(settings, services),
+    ]
+    return AccessLog(Router(routes, fallback=dav))

@@ -60,6 +60,9 @@ class Settings:
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
     nextcloud_bulk_upload: bool = True
+    #: Folder of each user's tree where files and folders shared with them appear (Nextcloud's
+    #: ``share_folder``): ``/`` (the root) or e.g. ``/Shared``, created on first need.
+    share_folder: str = "/"
     log_level: str = "INFO"
 
     @property
@@ -125,6 +128,13 @@ def _validate(settings: Settings) -> None:
             not settings.database_url
             or settings.database_url.split(":", 1)[0].split("+")[0] in {"sqlite", "postgresql"},
             "must be a sqlite:/// or postgresql+psycopg2:// URL",
+        ),
+        (
+            "share_folder",
+            settings.share_folder.startswith("/")
+            and not any(p in (".", "..") for p in settings.share_folder.split("/"))
+            and "\\" not in settings.share_folder,
+            "must be an absolute folder path such as / or /Shared",
         ),
         (
             "blob_store",

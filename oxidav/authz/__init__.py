@@ -17,6 +17,12 @@ Authorization:
   404 where a 403 would reveal that something exists); ``engine.request(principal)`` gives the
   per-request ``RequestAuthz`` that memoises folder decisions. ``roles`` holds the one table of
   which ``Role`` allows which ``Action``; ``http_actions`` which actions a WebDAV method asks.
+- ``collections``: calendars and address books shared with a principal — which ones it
+  reaches (one grant-set read per request) and what it may do with their objects; the CalDAV
+  and CardDAV providers list them in the recipient's home and ask it before every write.
+- ``writes`` (over ``policy.authorize_write``): where a file written outside the files
+  provider lands and whether it may (Nextcloud bulk and chunked uploads into shares mounted
+  in the uploader's tree).
 - ``grants`` and ``groups``: recording grants and (nested) groups; ``cli``: the operator's
   ``oxidav group`` and ``oxidav share`` commands.
 

@@ -6,6 +6,7 @@
     oxidav share add RESOURCE (--user U | --group G) [--role viewer] [--expires ISO-8601]
     oxidav share list [RESOURCE] [--user U | --group G]
     oxidav share revoke ID
+    oxidav share link create|list|delete …       (public links: ``oxidav.authz.links_cli``)
 
 RESOURCE is ``files/<user>/<path>``, ``calendars/<user>/<uri>`` or ``addressbooks/<user>/<uri>``.
 """
@@ -20,7 +21,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz import grants, groups, targets
+from oxidav.authz import grants, groups, links_cli, targets
 from oxidav.authz.grants import GrantError, Subject, SubjectKind
 from oxidav.authz.groups import GroupError
 from oxidav.authz.roles import Role
@@ -178,3 +179,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     revoke = share_cmds.add_parser("revoke", help="revoke a grant by id")
     revoke.add_argument("id", type=int)
     revoke.set_defaults(handler=_run(_share_revoke))
+    links_cli.register(share_cmds)

@@ -126,6 +126,16 @@ class RequestAuthz:
             return Role.OWNER
         return self._roles(resource)[1]
 
+    def roles(self, resource: Resource) -> tuple[Role | None, Role | None]:
+        """(role inherited from the resource's folder, role on the resource itself)."""
+        if resource.owner_id == self.principal.user_id:
+            return Role.OWNER, Role.OWNER
+        return self._roles(resource)
+
+    def grant_set(self) -> GrantSet:
+        """The principal's unexpired grants (read once per request, cached per generation)."""
+        return self._grant_set()
+
     # -- deciding ----------------------------------------------------------------------------
 
     def _decide(self, action: Action, resource: Resource) -> Decision:

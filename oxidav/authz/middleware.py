@@ -11,6 +11,13 @@ owner's name goes to ``environ["oxidav.authz.acting_for"]``, which the files pro
 so writes land in the owner's tree and count against the owner's quota, while the caller stays
 the authenticated user everywhere else (locks are taken in the caller's name, the access log
 names the caller).
+
+A request in the caller's own file tree that may involve their mounts (shares shown in their
+tree, ``oxidav.authz.mounts``) reads the caller's mount table first: a path below a mount point
+is decided like the owner's URL and served through the ``TreeView`` left in
+``environ[ENVIRON_VIEWS]``; the table itself goes to ``environ[ENVIRON_MOUNTS]`` so that
+listings show the mount points. Own-tree requests that cannot involve a mount (and every
+request of a user without file or folder grants) make no grant query.
 """
 
 from __future__ import annotations
@@ -25,7 +32,12 @@ from wsgidav.mw.base_mw import BaseMiddleware
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.engine import GrantEngine
+from oxidav.authz.grants import GrantError, revoke
+from oxidav.authz.mounts import ENVIRON_MOUNTS, MountService, MountTable, involves_mounts
 from oxidav.authz.policy import Verdict, authorize, decide, destination_path
+from oxidav.authz.views import ENVIRON_VIEWS
+from oxidav.providers.urls import FILES, LEGACY_WEBDAV
+from oxidav.tree import InvalidName, normalize_path
 
 audit = logging.getLogger("oxidav.audit")
 
@@ -38,6 +50,11 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         super().__init__(wsgidav_app, next_app, config)
         services = (config.get("oxidav") or {}).get("services")
         self.engine = GrantEngine(services.db) if services is not None else None
+        self.mounts = (
+            MountService(services.db, services.settings.share_folder)
+            if services is not None
+            else None
+        )
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
@@ -57,8 +74,12 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
                     decision.status,
                 )
             raise DAVError(decision.status)
+        if verdict.unshare is not None:
+            return self._unshare(environ, start_response, verdict.unshare)
         if verdict.acting_owner is not None:
             environ[ENVIRON_ACTING_FOR] = verdict.acting_owner
+        if verdict.views:
+            environ[ENVIRON_VIEWS] = verdict.views
         result: Iterable[bytes] = self.next_app(environ, start_response)
         return result
 
@@ -66,10 +87,24 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         principal = environ.get(ENVIRON_PRINCIPAL)
         username = environ.get("wsgidav.auth.user_name") or ""
         own = decide(username, path, dest_path)
-        if own.allowed or self.engine is None or not isinstance(principal, Principal):
+        if self.engine is None or not isinstance(principal, Principal):
+            return Verdict(own)
+        with_mounts = self._involves_mounts(username, path) or (
+            dest_path is not None and self._involves_mounts(username, dest_path)
+        )
+        if own.allowed and not with_mounts:
             return Verdict(own)  # own paths: the fast path, no grant query
         authz = self.engine.request(principal)
         environ[ENVIRON_AUTHZ] = authz
+        mounts: MountTable | None = None
+        if with_mounts and self.mounts is not None:
+            mounts = self.mounts.table(authz)
+            if mounts.mounts:
+                environ[ENVIRON_MOUNTS] = mounts
+            else:
+                mounts = None
+            if own.allowed and mounts is None:
+                return Verdict(own)
         with self.engine.db.read() as session:
             return authorize(
                 authz,
@@ -78,4 +113,40 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
                 path,
                 dest_path,
                 environ.get("HTTP_DEPTH", "infinity"),
+                mounts,
             )
+
+    def _involves_mounts(self, username: str, path: str) -> bool:
+        """Whether ``path`` is in the caller's own file tree where mounts may show."""
+        if self.mounts is None or not username:
+            return False
+        own = f"{FILES}/{username}"
+        if path == own or path.startswith(own + "/"):
+            rest = path[len(own) :]
+        elif path == LEGACY_WEBDAV or path.startswith(LEGACY_WEBDAV + "/"):
+            rest = path[len(LEGACY_WEBDAV) :]
+        else:
+            return False
+        try:
+            return involves_mounts(self.mounts.folder, normalize_path(rest))
+        except InvalidName:
+            return False
+
+    def _unshare(
+        self, environ: dict[str, Any], start_response: Any, grant_id: int
+    ) -> Iterable[bytes]:
+        """DELETE of a mount point: the caller leaves the share (their grant is revoked)."""
+        assert self.engine is not None
+        try:
+            with self.engine.db.write() as session:
+                revoke(session, grant_id)
+        except GrantError:  # revoked by a concurrent request
+            raise DAVError(404, "no such share") from None
+        audit.info(
+            "unshare user=%r grant=%d path=%r",
+            environ.get("wsgidav.auth.user_name") or "",
+            grant_id,
+            environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
+        )
+        start_response("204 No Content", [("Content-Length", "0")])
+        return [b""]

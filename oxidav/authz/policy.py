@@ -10,10 +10,23 @@ method is put to the engine. A denial carries the engine's status: 404 when the 
 role there (a 403 would reveal that the resource exists), 403 when they can already see it.
 A resource that does not exist answers 404 as well.
 
+**Mounts** (``oxidav.authz.mounts``): a path in the caller's own tree that lies below one of
+their mount points (a share shown in their tree) is mapped to the owner's node and decided
+exactly like the owner's URL; the verdict carries the ``TreeView`` by which the files provider
+serves it. A mount point itself cannot be moved, renamed or overwritten (403); DELETE of it
+removes the caller's own grant (Nextcloud's "unshare"), and is refused (403) for a group's.
+
+**Writers outside the files provider** (Nextcloud bulk upload, chunked-upload assembly) ask
+``authorize_write``: a PUT's decision plus the owner's tree and path the file lands at. A
+request below ``uploads/<caller>/`` that names a ``Destination`` (every request of a chunked
+upload does) is decided as a PUT of that destination.
+
 **Everything else that belongs to another user** — calendars, address books, uploads,
-trashbin — answers 404: grants on calendars and address books are recorded but not yet served
-over HTTP. COPY/MOVE between two different users' trees is refused: the provider works inside
-one tree per request (403 when the caller can see the destination's folder, else 404).
+trashbin — answers 404 at its owner's URL: a calendar or address book shared with the caller
+is served in the caller's own home (``<uri>_shared_by_<owner>``, an own path), where the
+providers ask ``authz.collections``. COPY/MOVE between two different users' trees is refused:
+the provider works inside one tree per request (403 when the caller can see the destination's
+folder, else 404).
 """
 
 from __future__ import annotations
@@ -27,12 +40,24 @@ from sqlalchemy.orm import Session
 from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.http_actions import On, questions
-from oxidav.authz.resources import Resource
+from oxidav.authz.mounts import Mount, MountTable
+from oxidav.authz.resources import Resource, ResourceKind
+from oxidav.authz.views import TreeView
+from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
-from oxidav.providers.urls import FILES, owner_of_path
+from oxidav.providers.urls import FILES, LEGACY_WEBDAV, UPLOADS, owner_of_path
 from oxidav.tree import InvalidName, NodeInfo, normalize_path, resolve
 
-__all__ = ["ALLOW", "Decision", "Verdict", "authorize", "decide", "destination_path"]
+__all__ = [
+    "ALLOW",
+    "Decision",
+    "Verdict",
+    "WritePlace",
+    "authorize",
+    "authorize_write",
+    "decide",
+    "destination_path",
+]
 
 
 def destination_path(destination: str) -> str:
@@ -60,25 +85,68 @@ class Verdict:
     acting_owner: str | None = None
     #: True when the engine already wrote the audit line of this denial.
     audited: bool = False
+    #: The mounts (shares in the caller's tree) the request goes through, for the provider.
+    views: tuple[TreeView, ...] = ()
+    #: DELETE of a mount point: the caller's own grant to revoke instead (Nextcloud's unshare).
+    unshare: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _TreePlace:
     owner: str
     tree_path: str
+    #: The owner's user id, when already known (mounts).
+    owner_id: int | None = None
+    #: The mount the place was reached through (a path in the caller's own tree), if any.
+    mount: Mount | None = None
+    view: TreeView | None = None
+
+    @property
+    def at_mount_point(self) -> bool:
+        return self.mount is not None and self.tree_path == self.mount.node.path
 
 
-def _files_place(path: str) -> _TreePlace | None:
-    """``/remote.php/dav/files/<owner>/<rest>`` -> (owner, normalized rest); else None."""
-    if not path.startswith(FILES + "/"):
-        return None
-    owner, _, rest = path[len(FILES) + 1 :].partition("/")
-    if not owner:
+def _files_place(
+    path: str, username: str = "", mounts: MountTable | None = None
+) -> _TreePlace | None:
+    """``/remote.php/dav/files/<owner>/<rest>`` (or the caller's ``/remote.php/webdav/<rest>``)
+    -> (owner, normalized rest), mapped into the owner's tree when below one of the caller's
+    mounts; None if it is not a file tree path."""
+    if path.startswith(FILES + "/"):
+        owner, _, rest = path[len(FILES) + 1 :].partition("/")
+        if not owner:
+            return None
+        prefix = f"{FILES}/{owner}"
+    elif username and (path == LEGACY_WEBDAV or path.startswith(LEGACY_WEBDAV + "/")):
+        owner, rest, prefix = username, path[len(LEGACY_WEBDAV) :], LEGACY_WEBDAV
+    else:
         return None
     try:
-        return _TreePlace(owner, normalize_path(rest))
+        tree_path = normalize_path(rest)
     except InvalidName:
         return None
+    if owner == username and mounts is not None:
+        mounted = _mounted(prefix, rest, tree_path, mounts)
+        if mounted is not None:
+            return mounted
+    return _TreePlace(owner, tree_path)
+
+
+def _mounted(prefix: str, rest: str, tree_path: str, table: MountTable) -> _TreePlace | None:
+    """The owner's place of a path below one of the caller's mount points."""
+    if not tree_path.startswith(table.folder + "/"):
+        return None
+    name, _, below = tree_path[len(table.folder) + 1 :].partition("/")
+    mount = table.get(name)
+    if mount is None:
+        return None
+    # The mount point's URL as the client spelled it (the provider matches it textually).
+    depth = len([p for p in table.folder.split("/") if p]) + 1
+    url_root = prefix + "/" + "/".join([s for s in rest.split("/") if s][:depth])
+    node = mount.node
+    view = TreeView(mount.owner, node.user_id, url_root, node.path)
+    owner_path = node.path + ("/" + below if below else "")
+    return _TreePlace(mount.owner, owner_path, node.user_id, mount, view)
 
 
 def _parent_path(tree_path: str) -> str | None:
@@ -92,36 +160,48 @@ def authorize(
     path: str,
     destination: str | None = None,
     depth: str = "infinity",
+    mounts: MountTable | None = None,
 ) -> Verdict:
     """May the request's principal do ``method`` on ``path`` (and ``destination``)?
 
-    ``authz`` is the request's engine context; ``session`` a read session for resolving nodes.
+    ``authz`` is the request's engine context; ``session`` a read session for resolving nodes;
+    ``mounts`` the caller's mount table (None: paths in the caller's tree are all their own).
     """
     username = authz.principal.username
-    owners = {owner_of_path(p) for p in (path, destination) if p is not None}
-    if all(owner in (None, username) for owner in owners):
-        return Verdict(ALLOW)  # the fast path: nothing of anyone else's is touched
-    target = _files_place(path)
-    dest = _files_place(destination) if destination is not None else None
+    target = _files_place(path, username, mounts)
+    dest = _files_place(destination, username, mounts) if destination is not None else None
     for raw, place in ((path, target), (destination, dest)):
         owner = owner_of_path(raw) if raw is not None else None
         if owner not in (None, username) and place is None:
             return Verdict(Decision(False, 404, "belongs to another user"))
+    if all(place is None or place.owner == username for place in (target, dest)):
+        return Verdict(ALLOW)  # the fast path: nothing of anyone else's is touched
+    views = tuple(p.view for p in (target, dest) if p is not None and p.view is not None)
     if target is None:
+        if dest is not None and path.startswith(UPLOADS + "/"):
+            # Chunked upload: each request of a session names the file it will become; decide
+            # that write here, the uploads code places it by ``authorize_write``.
+            written = authorize(authz, session, "PUT", destination or "", mounts=mounts)
+            return written if not written.decision.allowed else Verdict(ALLOW)
         return Verdict(Decision(False, 404, "not a file tree path"))
-    owner_id = session.scalar(select(User.id).where(User.username == target.owner))
+    refused = _mount_point_rules(session, authz, method.upper(), target, dest)
+    if refused is not None:
+        return refused
+    owner_id = target.owner_id
+    if owner_id is None:
+        owner_id = session.scalar(select(User.id).where(User.username == target.owner))
     if owner_id is None:
         return Verdict(Decision(False, 404, "no such user"))
     nodes = _Nodes(session, int(owner_id))
     node = nodes.at(target.tree_path)
-    dest_node = nodes.at(dest.tree_path) if dest is not None else None
+    cross_tree = destination is not None and (dest is None or dest.owner != target.owner)
+    dest_node = nodes.at(dest.tree_path) if dest is not None and not cross_tree else None
     asked = questions(
         method,
         target_exists=node is not None,
         depth=depth,
         destination_exists=dest_node is not None,
     )
-    cross_tree = destination is not None and (dest is None or dest.owner != target.owner)
     for question in asked:
         if cross_tree and question.on in (On.DESTINATION, On.DESTINATION_PARENT):
             continue  # refused below, once the source side has been judged
@@ -141,7 +221,80 @@ def authorize(
         if dest is not None and dest.owner != username and not _sees(authz, session, dest):
             return Verdict(Decision(False, 404, "destination belongs to another user"))
         return Verdict(Decision(False, 403, "copy/move between two users' trees"))
-    return Verdict(ALLOW, acting_owner=target.owner)
+    if target.view is not None:
+        return Verdict(ALLOW, views=views)  # through a mount: the provider maps by the views
+    return Verdict(ALLOW, acting_owner=target.owner, views=views)
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlace:
+    """Where a file written at a caller's files URL lands (``authorize_write``)."""
+
+    verdict: Verdict
+    #: The owner of the tree that receives the file, their id and the file's path there.
+    owner: str = ""
+    owner_id: int = 0
+    tree_path: str = ""
+
+
+def authorize_write(
+    authz: RequestAuthz, session: Session, path: str, mounts: MountTable | None = None
+) -> WritePlace:
+    """May the principal create or overwrite the file at files URL ``path``, and where does it
+    land? For writers that bypass the files provider (Nextcloud bulk and chunked uploads).
+
+    Decided exactly like a PUT of ``path``; the place is in the owner's tree: the mount's
+    owner for a path below one of the caller's ``mounts``, the URL's user otherwise.
+    """
+    verdict = authorize(authz, session, "PUT", path, mounts=mounts)
+    if not verdict.decision.allowed:
+        return WritePlace(verdict)
+    username = authz.principal.username
+    place = _files_place(path, username, mounts)
+    if place is None or not place.tree_path:
+        return WritePlace(Verdict(Decision(False, 400, "not a file below files/<user>/")))
+    owner_id = place.owner_id
+    if owner_id is None and place.owner == username:
+        owner_id = authz.principal.user_id
+    elif owner_id is None:
+        owner_id = session.scalar(select(User.id).where(User.username == place.owner))
+    if owner_id is None:
+        return WritePlace(Verdict(Decision(False, 404, "no such user")))
+    return WritePlace(verdict, place.owner, int(owner_id), place.tree_path)
+
+
+def _mount_point_rules(
+    session: Session,
+    authz: RequestAuthz,
+    method: str,
+    target: _TreePlace,
+    dest: _TreePlace | None,
+) -> Verdict | None:
+    """What a recipient may do to a mount point itself (not to what is inside it).
+
+    DELETE removes the share for the caller, as in Nextcloud, when it is their own grant (a
+    share with a group cannot be left by one member: 403). A mount point cannot be moved,
+    renamed or overwritten (its name is computed, not stored): 403.
+    """
+    if target.at_mount_point and method == "DELETE":
+        assert target.mount is not None
+        me = authz.principal.user_id
+        grant_id = session.scalar(
+            select(Grant.id).where(
+                Grant.subject_user_id == me,
+                Grant.resource_kind.in_([ResourceKind.FOLDER.value, ResourceKind.FILE.value]),
+                Grant.resource_id == target.mount.node.id,
+            )
+        )
+        if grant_id is None:
+            why = "a share with a group cannot be removed by one member"
+            return Verdict(Decision(False, 403, why))
+        return Verdict(ALLOW, unshare=int(grant_id))
+    if target.at_mount_point and method == "MOVE":
+        return Verdict(Decision(False, 403, "a mount point cannot be moved or renamed"))
+    if dest is not None and dest.at_mount_point and method in ("MOVE", "COPY"):
+        return Verdict(Decision(False, 403, "a mount point cannot be overwritten"))
+    return None
 
 
 def _sees(authz: RequestAuthz, session: Session, place: _TreePlace) -> bool:

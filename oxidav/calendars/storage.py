@@ -36,6 +36,7 @@ from oxidav.calendars.timeutil import timezone_from_ical
 from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
 from oxidav.db import Database, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
+from oxidav.db.models.users import User
 from oxidav.sync import (
     ChangeKind,
     ChangeSet,
@@ -193,6 +194,20 @@ class CalendarStore:
                 select(Calendar).where(Calendar.user_id == user_id, Calendar.uri == uri)
             ).scalar_one_or_none()
             return None if row is None else _calendar_info(row)
+
+    def calendars_with_owners(self, ids: Collection[int]) -> list[tuple[CalendarInfo, str]]:
+        """The calendars with these ids and their owners' user names, by id (one query;
+        ids that name no calendar are left out). Lists the calendars shared with someone."""
+        if not ids:
+            return []
+        with self.db.read() as session:
+            rows = session.execute(
+                select(Calendar, User.username)
+                .join(User, User.id == Calendar.user_id)
+                .where(Calendar.id.in_(sorted(set(ids))))
+                .order_by(Calendar.id)
+            ).all()
+            return [(_calendar_info(row), str(username)) for row, username in rows]
 
     def ensure_default(self, user_id: int) -> list[CalendarInfo]:
         """The user's calendars, creating ``personal`` if the user has none (first use)."""

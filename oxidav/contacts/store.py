@@ -35,6 +35,7 @@ from oxidav.contacts.validate import ParsedCard, parse_card
 from oxidav.contacts.vcard import VCardSyntaxError, parse_vcards
 from oxidav.db import Database, utcnow
 from oxidav.db.models.contacts import AddressBook, Card, CardIndex
+from oxidav.db.models.users import User
 
 SYNC_KIND = "addressbook"
 DEFAULT_BOOK_URI = "contacts"
@@ -140,6 +141,21 @@ class ContactStore:
                 select(AddressBook).where(AddressBook.user_id == user_id, AddressBook.uri == uri)
             ).scalar_one_or_none()
             return None if row is None else _book(row)
+
+    def books_with_owners(self, ids: Iterable[int]) -> list[tuple[BookInfo, str]]:
+        """The address books with these ids and their owners' user names, by id (one query;
+        ids that name no book are left out). Lists the books shared with someone."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return []
+        with self.db.read() as session:
+            rows = session.execute(
+                select(AddressBook, User.username)
+                .join(User, User.id == AddressBook.user_id)
+                .where(AddressBook.id.in_(wanted))
+                .order_by(AddressBook.id)
+            ).all()
+            return [(_book(row), str(username)) for row, username in rows]
 
     def ensure_default_book(self, user_id: int) -> list[BookInfo]:
         """The user's books, creating ``contacts`` first if the user has none (DESIGN §4)."""

@@ -3,25 +3,44 @@
 ``NodeEnricher`` implements ``oxidav.providers.enrichment.Enricher`` over the tree's
 ``NodeInfo`` rows (nextcloud_protocol.md A.6): ``oc:id`` (zero-padded file id + instance id,
 stable across MOVE), ``oc:fileid``, ``oc:permissions``, ``oc:size`` (folders: the rolled-up
-size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:share-types``
-(empty: no sharing yet), ``oc:data-fingerprint`` (root only, constant), ``oc:owner-id``,
-``oc:owner-display-name`` and ``nc:has-preview`` (false: no previews yet).
+size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:share-types``,
+``oc:data-fingerprint`` (root only, constant), ``oc:owner-id``, ``oc:owner-display-name``
+(the node's owner: for a share, the sharer) and ``nc:has-preview`` (false: no previews yet).
 
-Per-request state (favorites, owner names) lives in the environ, filled by ``prefetch`` with
-one query per page for favorites and one for owners; a value asked for a row that was never
-prefetched costs one small query, then it is remembered too.
+``oc:permissions`` of the caller's own nodes are all letters; of another user's node (a share,
+mounted in the caller's tree or reached by the owner's URL) they follow the role the grant
+engine gives (``permissions_for``): ``S`` (shared with me), ``R`` (manager: may reshare), ``M``
+on a mount point, ``G``, then ``D``/``N``/``V`` when the role held on the node's folder allows
+deleting and moving (never on a mount point, which cannot be renamed), ``W`` (files) or ``C``/``K``
+(folders) when the role allows writing. ``oc:share-types`` lists, on the caller's own items and
+on items they reshared, the kinds of share made: 0 user, 1 group, and whatever the registered
+``SHARE_TYPE_SOURCES`` add (public links: 3).
+
+Per-request state (favorites, owner names, share types) lives in the environ, filled by
+``prefetch`` with one query per page for favorites and one for owners; share types are read
+for the whole page (one query per source) the first time one of them is asked. A value asked
+for a row that was never prefetched costs one small query, then it is remembered too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-from sqlalchemy import select
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
 
+from oxidav.authz.credential_cache import Principal
+from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.engine import RequestAuthz
+from oxidav.authz.middleware import ENVIRON_AUTHZ
+from oxidav.authz.mounts import mounts_of
+from oxidav.authz.resources import Resource, ResourceKind
+from oxidav.authz.roles import Action, Role, allows
 from oxidav.db import Database
+from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
 from oxidav.nextcloud.favorites import favorite_ids, set_favorite
 from oxidav.providers.enrichment import PropertyValue
@@ -67,16 +86,85 @@ def oc_id(node_id: int, instance_id: str) -> str:
     return f"{node_id:08d}{instance_id}"
 
 
+SHARE_USER, SHARE_GROUP, SHARE_LINK = 0, 1, 3
+
+#: ``(session, caller's user id, node ids) -> (node id, share type)`` pairs: more kinds of share
+#: for ``oc:share-types`` (the public links register theirs, type 3). One query per call.
+ShareTypeSource = Callable[[Session, int, Sequence[int]], Iterable[tuple[int, int]]]
+SHARE_TYPE_SOURCES: list[ShareTypeSource] = []
+
+
+def register_share_types(source: ShareTypeSource) -> None:
+    """Add a source of ``oc:share-types`` entries (idempotent)."""
+    if source not in SHARE_TYPE_SOURCES:
+        SHARE_TYPE_SOURCES.append(source)
+
+
+def grant_share_types(
+    session: Session, user_id: int, node_ids: Sequence[int]
+) -> Iterable[tuple[int, int]]:
+    """User (0) and group (1) shares of these nodes made by their owner or by ``user_id``."""
+    rows = session.execute(
+        select(Grant.resource_id, Grant.subject_user_id.is_not(None))
+        .where(
+            Grant.resource_kind.in_([ResourceKind.FOLDER.value, ResourceKind.FILE.value]),
+            Grant.resource_id.in_(node_ids),
+            or_(Grant.owner_id == user_id, Grant.created_by == user_id),
+        )
+        .distinct()
+    )
+    return [(int(rid), SHARE_USER if to_user else SHARE_GROUP) for rid, to_user in rows]
+
+
 def permissions(node: NodeInfo) -> str:
     return FOLDER_PERMISSIONS if node.is_folder else FILE_PERMISSIONS
 
 
+def shared_permissions(
+    node: NodeInfo, inherited: Role | None, effective: Role | None, *, mount_point: bool
+) -> str:
+    """The letters of another user's node, from the caller's roles on it (module docstring)."""
+    letters = "S"
+    if allows(effective, Action.RESHARE):
+        letters += "R"
+    if mount_point:
+        letters += "M"
+    letters += "G"
+    if not mount_point and allows(inherited, Action.DELETE):
+        letters += "DNV"
+    if allows(effective, Action.WRITE):
+        letters += "CK" if node.is_folder else "W"
+    return letters
+
+
+def permissions_for(node: NodeInfo, environ: Mapping[str, Any]) -> str:
+    """``oc:permissions`` of ``node`` for the request's caller."""
+    principal = environ.get(ENVIRON_PRINCIPAL)
+    if not isinstance(principal, Principal) or node.user_id == principal.user_id:
+        return permissions(node)
+    authz = environ.get(ENVIRON_AUTHZ)
+    if not isinstance(authz, RequestAuthz):
+        return "SG"  # never reached through the authz middleware: read only
+    inherited, effective = authz.roles(Resource.node(node))
+    mounts = mounts_of(environ)
+    mount_point = mounts is not None and mounts.is_mount_root(node.id)
+    return shared_permissions(node, inherited, effective, mount_point=mount_point)
+
+
+def _caller_id(environ: Mapping[str, Any]) -> int | None:
+    principal = environ.get(ENVIRON_PRINCIPAL)
+    return principal.user_id if isinstance(principal, Principal) else None
+
+
 @dataclass
 class _State:
-    """What this request knows: favorites per node id, (user name, display name) per user."""
+    """What this request knows: favorites per node id, (user name, display name) per user,
+    share types per node id (and the node ids of the pages whose share types are not read)."""
 
     favorites: dict[int, bool] = field(default_factory=dict)
     owners: dict[int, tuple[str, str]] = field(default_factory=dict)
+    share_types: dict[int, set[int]] = field(default_factory=dict)
+    unread_share_types: set[int] = field(default_factory=set)
 
 
 def _state(environ: Mapping[str, Any]) -> _State:
@@ -116,10 +204,13 @@ class NodeEnricher:
     def prefetch(self, items: Sequence[Any], environ: Mapping[str, Any]) -> None:
         state = _state(environ)
         nodes: Sequence[NodeInfo] = items
+        state.unread_share_types.update(n.id for n in nodes if n.id not in state.share_types)
         by_user: dict[int, list[int]] = {}
+        caller = _caller_id(environ)
         for node in nodes:
             if node.id not in state.favorites:
-                by_user.setdefault(node.user_id, []).append(node.id)
+                # The caller's favorites (a share's node: the recipient's mark, not the owner's).
+                by_user.setdefault(caller or node.user_id, []).append(node.id)
         missing_owners = {n.user_id for n in nodes} - state.owners.keys()
         if not by_user and not missing_owners:
             return
@@ -145,11 +236,11 @@ class NodeEnricher:
         if name == OC_FILEID:
             return str(node.id)
         if name == OC_PERMISSIONS:
-            return permissions(node)
+            return permissions_for(node, environ)
         if name == OC_SIZE:
             return str(node.size)
         if name == OC_SHARE_TYPES:
-            return etree.Element(OC_SHARE_TYPES)
+            return self._share_types(node, environ)
         if name == NC_HAS_PREVIEW:
             return "false"
         if name == OC_CHECKSUMS:
@@ -164,6 +255,24 @@ class NodeEnricher:
         username, display = state.owners.get(node.user_id, ("", ""))
         return username if name == OC_OWNER_ID else display
 
+    def _share_types(self, node: NodeInfo, environ: Mapping[str, Any]) -> etree._Element:
+        state = _state(environ)
+        if node.id not in state.share_types:
+            principal = environ.get(ENVIRON_PRINCIPAL)
+            ids = sorted(state.unread_share_types | {node.id})
+            state.unread_share_types.clear()
+            found: dict[int, set[int]] = {i: set() for i in ids}
+            if isinstance(principal, Principal):
+                with self.db.read() as session:
+                    for source in (grant_share_types, *SHARE_TYPE_SOURCES):
+                        for node_id, kind in source(session, principal.user_id, ids):
+                            found.setdefault(node_id, set()).add(kind)
+            state.share_types.update(found)
+        element = etree.Element(OC_SHARE_TYPES)
+        for kind in sorted(state.share_types.get(node.id, ())):
+            etree.SubElement(element, OC + "share-type").text = str(kind)
+        return element
+
     def set_value(
         self, item: Any, name: str, value: etree._Element | None, environ: Mapping[str, Any]
     ) -> bool:
@@ -174,6 +283,6 @@ class NodeEnricher:
         text = (value.text or "").strip().lower() if value is not None else ""
         starred = text in ("1", "true")
         with self.db.write() as session:
-            set_favorite(session, node.user_id, node.id, starred)
+            set_favorite(session, _caller_id(environ) or node.user_id, node.id, starred)
         _state(environ).favorites[node.id] = starred
         return True

@@ -2,7 +2,8 @@
 
 - ``GET  …/shares``: the caller's shares (``path``, ``reshares``, ``shared_with_me=true``);
 - ``POST …/shares``: share ``path`` with a user (``shareType`` 0) or group (1) named by
-  ``shareWith``, with a ``permissions`` bitmask and an optional ``expireDate``;
+  ``shareWith``, with a ``permissions`` bitmask and an optional ``expireDate``; or make a
+  public link (``shareType`` 3: ``password``, ``publicUpload``, ``label``; see ``link_shares``);
 - ``GET | PUT | DELETE …/shares/<id>``: one share; PUT changes ``permissions`` / ``expireDate``.
 
 Parameters come from the query string and from a form-encoded or JSON body. Like every OCS
@@ -25,6 +26,7 @@ from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import REALM
 from oxidav.authz.engine import GrantEngine
 from oxidav.nextcloud import ocs
+from oxidav.nextcloud.link_shares import SHARE_LINK, LinkShares, is_link_id
 from oxidav.nextcloud.sharing_ops import ShareError, ShareService
 from oxidav.services import Services
 
@@ -78,6 +80,12 @@ def _int(params: Mapping[str, str], name: str, default: int | None = None) -> in
         raise ShareError(400, f"Invalid {name}") from None
 
 
+def _base_url(environ: WSGIEnvironment) -> str:
+    """``<scheme>://<host>`` of the request (the absolute ``url`` of a link share)."""
+    host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
+    return f"{environ.get('wsgi.url_scheme', 'http')}://{host}"
+
+
 def _flag(params: Mapping[str, str], name: str) -> bool:
     return params.get(name, "").lower() in ("true", "1", "yes")
 
@@ -87,7 +95,8 @@ class SharingApp:
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.shares = ShareService(GrantEngine(services.db))
+        self.shares = ShareService(GrantEngine(services.db), services.settings.share_folder)
+        self.links = LinkShares(self.shares)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -112,15 +121,34 @@ class SharingApp:
         method = environ.get("REQUEST_METHOD", "GET")
         params = _params(environ)
         db = self.services.db
+        base_url = _base_url(environ)
         if not tail:
             if method == "GET":
                 with db.read() as session:
-                    return self.shares.list_shares(
+                    shares = self.shares.list_shares(
                         session,
                         principal,
                         path=params.get("path", ""),
                         reshares=_flag(params, "reshares"),
                         shared_with_me=_flag(params, "shared_with_me"),
+                    )
+                    if _flag(params, "shared_with_me"):
+                        return shares
+                    path = params.get("path", "")
+                    node_id = self.shares.node_at(session, principal, path).id if path else None
+                    return shares + self.links.list_links(session, principal, base_url, node_id)
+            if method == "POST" and _int(params, "shareType", -1) == SHARE_LINK:
+                with db.write() as session:
+                    return self.links.create(
+                        session,
+                        principal,
+                        base_url,
+                        path=params.get("path", ""),
+                        permissions=_int(params, "permissions"),
+                        public_upload=_flag(params, "publicUpload"),
+                        password=params.get("password", ""),
+                        expire_date=params.get("expireDate", ""),
+                        label=params.get("label", ""),
                     )
             if method == "POST":
                 with db.write() as session:
@@ -137,6 +165,8 @@ class SharingApp:
         if not tail.isdigit():
             raise ShareError(404, "Wrong share ID, share doesn't exist")
         share_id = int(tail)
+        if is_link_id(share_id):
+            return self._link(environ, principal, share_id, params, base_url)
         if method == "GET":
             with db.read() as session:
                 return [self.shares.get(session, principal, share_id)]
@@ -152,6 +182,43 @@ class SharingApp:
         if method == "DELETE":
             with db.write() as session:
                 self.shares.delete(session, principal, share_id)
+            return []
+        raise ShareError(405, "Method not allowed")
+
+    def _link(
+        self,
+        environ: WSGIEnvironment,
+        principal: Principal,
+        share_id: int,
+        params: dict[str, str],
+        base_url: str,
+    ) -> Any:
+        """``GET | PUT | DELETE …/shares/<id>`` of a public link."""
+        method = environ.get("REQUEST_METHOD", "GET")
+        db = self.services.db
+        if method == "GET":
+            with db.read() as session:
+                return [self.links.get(session, principal, share_id, base_url)]
+        if method == "PUT":
+            changes = ("permissions", "publicUpload", "password", "expireDate", "label")
+            if not any(name in params for name in changes):
+                raise ShareError(400, "Wrong or no update parameter given")
+            upload = params.get("publicUpload")
+            with db.write() as session:
+                return self.links.update(
+                    session,
+                    principal,
+                    share_id,
+                    base_url,
+                    permissions=_int(params, "permissions"),
+                    public_upload=None if upload is None else _flag(params, "publicUpload"),
+                    password=params.get("password"),
+                    expire_date=params.get("expireDate"),
+                    label=params.get("label"),
+                )
+        if method == "DELETE":
+            with db.write() as session:
+                self.links.delete(session, principal, share_id)
             return []
         raise ShareError(405, "Method not allowed")
 

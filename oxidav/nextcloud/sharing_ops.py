@@ -25,6 +25,7 @@ from oxidav.authz import grants
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.engine import GrantEngine
 from oxidav.authz.groups import GroupError, group_id, groups_of_user
+from oxidav.authz.mounts import MountService
 from oxidav.authz.resources import Resource, ResourceKind
 from oxidav.authz.roles import Action, Role
 from oxidav.authz.targets import TargetError, resolve_target
@@ -87,6 +88,8 @@ def parse_expiry(text: str) -> datetime | None:
 @dataclass
 class ShareService:
     engine: GrantEngine
+    #: ``Settings.share_folder``: where shares appear in a recipient's tree (their paths).
+    share_folder: str = "/"
 
     # -- resolving ---------------------------------------------------------------------------
 
@@ -251,13 +254,30 @@ class ShareService:
         if path:
             node = self.node_at(session, principal, path)
             stmt = stmt.where(Grant.resource_id == node.id)
-        shares = (self._render(session, row) for row in session.scalars(stmt.order_by(Grant.id)))
+        targets = self._mount_paths(principal) if shared_with_me else {}
+        shares = (
+            self._render(session, row, targets.get(row.resource_id))
+            for row in session.scalars(stmt.order_by(Grant.id))
+        )
         return [share for share in shares if share is not None]
+
+    def _mount_paths(self, principal: Principal) -> dict[int, str]:
+        """Node id -> the path where the share shows in the recipient's tree (its mount)."""
+        table = MountService(self.engine.db, self.share_folder).table(
+            self.engine.request(principal)
+        )
+        return {m.node.id: f"{table.folder}/{m.name}" for m in table.mounts}
 
     # -- rendering ---------------------------------------------------------------------------
 
-    def _render(self, session: Session, row: Grant) -> dict[str, Any] | None:
-        """Nextcloud's share object; None when the shared node is gone or trashed."""
+    def _render(
+        self, session: Session, row: Grant, mount_path: str | None = None
+    ) -> dict[str, Any] | None:
+        """Nextcloud's share object; None when the shared node is gone or trashed.
+
+        ``mount_path``: for the recipient, where the share shows in their own tree (Nextcloud
+        then gives that as ``path`` and ``file_target``).
+        """
         node = get_node(session, row.resource_id)
         if node is None or node.user_id != row.owner_id:
             return None
@@ -296,13 +316,13 @@ class ShareService:
             "parent": None,
             "expiration": expiration,
             "token": None,
-            "path": node.path or "/",
+            "path": mount_path or node.path or "/",
             "item_type": "folder" if node.is_folder else "file",
             "mimetype": "httpd/unix-directory" if node.is_folder else node.mime_type,
             "item_source": node.id,
             "file_source": node.id,
             "file_parent": node.parent_id,
-            "file_target": "/" + (node.name if node.path else ""),
+            "file_target": mount_path or "/" + (node.name if node.path else ""),
             "share_with": share_with,
             "share_with_displayname": share_with,
             "mail_send": 0,

@@ -4,17 +4,25 @@ Every resource is built from rows already loaded (a ``BookInfo``, a ``CardInfo``
 reads are O(1) and a PROPFIND Depth 1 of an address book is one query for all its cards. Live
 properties are answered by a name -> getter table per class; allprop keeps to RFC 4918's live
 properties (RFC 4918 §9.1), propname lists them all.
+
+An address-book home lists the user's own books, then the books others shared with them
+(``SharedAddressBook``, named ``<uri>_shared_by_<owner>``; ``dav_shared``); the grants are asked
+of ``oxidav.authz.collections``, one grant-set read for the whole listing and one query for all
+the shared books' rows.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
 
+from oxidav.authz.collections import CollectionAccess, Reach
+from oxidav.authz.resources import Resource, ResourceKind
+from oxidav.authz.roles import Action
 from oxidav.contacts import (
     AddressDataRequest,
     BookExistsError,
@@ -43,7 +51,15 @@ from oxidav.providers.dav_collections import (
     OwnedCollection,
     TextObjectResource,
 )
+from oxidav.providers.dav_shared import (
+    SHARED,
+    SharedState,
+    decline_share,
+    parse_shared_name,
+    shared_name,
+)
 from oxidav.providers.dav_xml import DISPLAYNAME, element_text
+from oxidav.providers.urls import addressbook_home_href
 from oxidav.sync import ChangeSet
 
 
@@ -89,13 +105,14 @@ class AddressBookHome(CardDavCollection):
         self.user_id = user_id
 
     def books(self) -> list[BookInfo]:
+        """The user's own address books."""
         return self.backend.store.ensure_default_book(self.user_id)
 
     def get_member_names(self) -> list[str]:
-        return [book.uri for book in self.books()]
+        return [str(member.name) for member in self.get_member_list()]
 
     def get_member_list(self) -> list[AddressBookCollection]:
-        return [
+        own = [
             AddressBookCollection(
                 f"{self.path.rstrip('/')}/{book.uri}/",
                 self.environ,
@@ -105,6 +122,53 @@ class AddressBookHome(CardDavCollection):
             )
             for book in self.books()
         ]
+        taken = {book.info.uri for book in own}
+        return [*own, *self.shared_members(taken)]
+
+    def _access(self) -> CollectionAccess | None:
+        """The request's share questions, when the home is the authenticated user's."""
+        access = self.backend.shares.for_request(self.environ)
+        if access is None or access.principal.user_id != self.user_id:
+            return None
+        return access
+
+    def shared_members(self, taken: Collection[str] = ()) -> list[SharedAddressBook]:
+        """The address books of others shared with this user (one query for all of them;
+        names the user's own books already use are skipped)."""
+        access = self._access()
+        if access is None:
+            return []
+        reaches = {r.resource.id: r for r in access.reachable(ResourceKind.ADDRESSBOOK)}
+        found = []
+        for info, owner in self.backend.store.books_with_owners(reaches):
+            reach = reaches[info.id]
+            if (
+                reach.resource.owner_id == info.user_id
+                and shared_name(info.uri, owner) not in taken
+            ):
+                found.append(self.shared_resource(info, owner, reach))
+        return found
+
+    def shared_book(self, name: str) -> SharedAddressBook | None:
+        """The shared address book called ``name`` in this home, if a grant reaches it."""
+        parsed = parse_shared_name(name)
+        access = self._access()
+        if parsed is None or access is None:
+            return None
+        uri, owner_name = parsed
+        owner_id = self.backend.user_id(owner_name)
+        if owner_id is None or owner_id == self.user_id:
+            return None
+        info = self.backend.store.book(owner_id, uri)
+        if info is None:
+            return None
+        reach = access.visible(Resource.addressbook(info.id, owner_id))
+        return None if reach is None else self.shared_resource(info, owner_name, reach)
+
+    def shared_resource(self, info: BookInfo, owner: str, reach: Reach) -> SharedAddressBook:
+        path = f"{self.path.rstrip('/')}/{shared_name(info.uri, owner)}/"
+        state = SharedState(reach, owner, f"{addressbook_home_href(owner)}{info.uri}/")
+        return SharedAddressBook(path, self.environ, self.backend, owner, info, state)
 
     def create_collection(self, name: str) -> None:
         """A plain MKCOL in the home creates an address book (RFC 5689 MKCOL is preferred)."""
@@ -118,7 +182,7 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
     """``/users/<user>/<book>/``: an address book collection (RFC 6352 §5.2)."""
 
     info: BookInfo
-    kinds = (ADDRESSBOOK,)
+    kinds: tuple[str, ...] = (ADDRESSBOOK,)
 
     def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
@@ -165,8 +229,9 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         return request.properties(self.member_resource(card))
 
     def handle_delete(self) -> bool:
-        """DELETE of the address book: its cards and change log go with it."""
+        """DELETE of the address book: its cards, change log and shares go with it."""
         try:
+            self.backend.shares.forget(Resource.addressbook(self.info.id, self.info.user_id))
             self.backend.store.delete_book(self.info.id)
         except ContactsError as exc:
             raise dav_error(exc) from None
@@ -186,6 +251,48 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
             self.info = self.backend.store.update_book(self.info.id, displayname=text)
         else:
             self.info = self.backend.store.update_book(self.info.id, description=text)
+
+
+class SharedAddressBook(AddressBookCollection):
+    """Another user's address book in the recipient's home (``<uri>_shared_by_<owner>``):
+    the owner's cards, sync token and properties; what the recipient may do follows from
+    the grant (``dav_shared.SharedState``)."""
+
+    def __init__(
+        self,
+        path: str,
+        environ: dict[str, Any],
+        backend: ContactsBackend,
+        owner_name: str,
+        info: BookInfo,
+        share: SharedState,
+    ) -> None:
+        super().__init__(path, environ, backend, owner_name, info)
+        self.share = share
+        self.privileges = share.privileges
+        self.kinds = (ADDRESSBOOK, SHARED)
+
+    def live_properties(self) -> dict[str, Getter]:
+        props = super().live_properties()
+        props.update(self.share.properties(self.environ, self.backend.display_name))
+        return props
+
+    def member_resource(self, row: CardInfo) -> CardResource:
+        resource = super().member_resource(row)
+        resource.privileges = self.privileges
+        return resource
+
+    def require(self, action: Action, href: str) -> None:
+        """Refuse (403 need-privileges, or 404) unless ``action`` on a card is allowed."""
+        self.share.require(self.backend.shares, self.environ, action, href)
+
+    def handle_delete(self) -> bool:
+        """DELETE removes the share from the recipient's home, never the owner's book."""
+        decline_share(self.backend.shares, self.environ, self.share, str(self.get_href()))
+        return True
+
+    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
+        raise self.share.refuse_proppatch(str(self.get_href()))
 
 
 class CardResource(TextObjectResource):

@@ -2,7 +2,9 @@
 
 The request plumbing is ``dav_writes``'s (WsgiDAV's MKCOL also refuses a body, 415, so the
 extended MKCOL is here too). The conditions are checked in the same transaction as the write
-(``ContactStore``), and every refusal carries its RFC 6352 precondition.
+(``ContactStore``), and every refusal carries its RFC 6352 precondition. A write into an
+address book shared with the user is authorized first (``authorize_write``,
+``authorize_transfer``): the grant decides, through ``oxidav.authz.collections``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
+from oxidav.authz.roles import Action
 from oxidav.contacts import (
     BookExistsError,
     CardTooLargeError,
@@ -31,7 +34,11 @@ from oxidav.contacts import (
     InvalidCardError,
     UnsupportedCardError,
 )
-from oxidav.providers.addressbook_resources import AddressBookCollection, AddressBookHome
+from oxidav.providers.addressbook_resources import (
+    AddressBookCollection,
+    AddressBookHome,
+    SharedAddressBook,
+)
 from oxidav.providers.contacts_context import ADDRESSBOOK, ADDRESSBOOK_DESCRIPTION, dav_error
 from oxidav.providers.dav_writes import (
     MAX_OBJECT_NAME,
@@ -59,6 +66,35 @@ def parse_conditions(environ: dict[str, Any]) -> Conditions:
         if_match=entity_tags(environ.get("HTTP_IF_MATCH")),
         if_none_match=entity_tags(environ.get("HTTP_IF_NONE_MATCH")),
     )
+
+
+def authorize_write(environ: dict[str, Any], book: AddressBookCollection | None, name: str) -> None:
+    """For a PUT or DELETE of ``name`` in a shared address book: refuse (403 need-privileges,
+    or 404) unless the recipient's grant allows it. Own books need no question."""
+    if not isinstance(book, SharedAddressBook):
+        return
+    if environ["REQUEST_METHOD"] == "DELETE":
+        book.require(Action.DELETE, str(book.get_href()))
+    elif book.load_row(name) is None:
+        book.require(Action.CREATE, str(book.get_href()))
+    else:
+        book.require(Action.WRITE, book.member_href(name))
+
+
+def authorize_transfer(
+    environ: dict[str, Any],
+    source: tuple[AddressBookCollection | None, str],
+    target: tuple[AddressBookCollection | None, str],
+    move: bool,
+) -> None:
+    """COPY / MOVE touching a shared address book: MOVE deletes from the source, and the
+    target gets a new or replaced card."""
+    book, _ = source
+    if isinstance(book, SharedAddressBook) and move:
+        book.require(Action.DELETE, str(book.get_href()))
+    target_book, target_name = target
+    if isinstance(target_book, SharedAddressBook):
+        authorize_write({**environ, "REQUEST_METHOD": "PUT"}, target_book, target_name)
 
 
 def put_card(

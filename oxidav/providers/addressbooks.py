@@ -9,8 +9,10 @@ URL layout below the mount point (DESIGN §4)::
     /users/<user>/<book>/<card>         address object resource (RFC 6352 §5.1)
 
 Another user's paths answer 404 (the authz middleware says so first; the provider checks again
-so that it is safe when embedded without it). PUT and DELETE of cards and MKCOL of books are
-handled by ``addressbook_writes``; the REPORTs live in ``contacts_reports``.
+so that it is safe when embedded without it). Address books others shared with the user appear
+in their home as ``<uri>_shared_by_<owner>`` (``AddressBookHome.shared_book``); every write into
+one is authorized first (``addressbook_writes.authorize_write``). PUT and DELETE of cards and
+MKCOL of books are handled by ``addressbook_writes``; the REPORTs live in ``contacts_reports``.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
             environ[ENVIRON_BOOKS].pop((home.user_id, target.book), None)
             book = self._book(environ, home.user_id, target.book)
         if book is None:
-            return None
+            return home.shared_book(target.book)
         return AddressBookCollection(target.book_path, environ, self.backend, target.user, book)
 
     def custom_request_handler(
@@ -119,6 +121,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
                 raise DAVError(HTTP_NOT_FOUND)
             home = self._home(environ, target)
             book = None if home is None else self._collection(environ, home, target)
+            addressbook_writes.authorize_write(environ, book, target.card)
             if method == "PUT":
                 return addressbook_writes.put_card(environ, start_response, book, target.card)
             return addressbook_writes.delete_card(environ, start_response, book, target.card)
@@ -126,7 +129,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
             return self._copy_or_move(environ, start_response, target, method == "MOVE")
         if method == "MKCOL" and target.kind == "book" and self._visible(environ, target.user):
             home = self._home(environ, target)
-            exists = home is not None and self._book(environ, home.user_id, target.book) is not None
+            exists = home is not None and self._collection(environ, home, target) is not None
             return addressbook_writes.mkcol_book(environ, start_response, home, target.book, exists)
         return default_handler(environ, start_response)  # type: ignore[no-any-return]
 
@@ -148,6 +151,9 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
             raise DAVError(HTTP_NOT_FOUND)
         book = self._collection(environ, home, source)
         target_book = self._collection(environ, home, target)
+        addressbook_writes.authorize_transfer(
+            environ, (book, source.card), (target_book, target.card), move
+        )
         return addressbook_writes.copy_or_move_card(
             environ, start_response, book, source.card, (target_book, target.card), move
         )

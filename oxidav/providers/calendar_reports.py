@@ -1,4 +1,5 @@
-"""CalDAV REPORTs: calendar-query (RFC 4791 §7.8), free-busy-query (§7.10), and the generic
+"""CalDAV REPORTs: calendar-query (RFC 4791 §7.8), free-busy-query (§7.10; on a home, the
+user's own calendars, not those shared with them), and the generic
 calendar-multiget (§7.9, ``dav_reports.MultigetReport``) and sync-collection (RFC 6578,
 ``sync_report``) on calendars.
 
@@ -130,9 +131,7 @@ class FreeBusyQueryReport:
             if rng.start is None or rng.end is None:
                 raise InvalidTimeRange("free-busy-query needs both start and end")
             calendars = (
-                [resource]
-                if isinstance(resource, CalendarCollection)
-                else resource.get_member_list()
+                [resource] if isinstance(resource, CalendarCollection) else resource.own_members()
             )
             busy: BusyTime = {}
             for calendar in calendars:

@@ -4,18 +4,26 @@ Every resource is built from rows already loaded (a ``CalendarInfo``, an ``Objec
 property reads are O(1) and a PROPFIND Depth 1 of a calendar is one query for all its objects
 (without their data). Live properties come from a name -> getter table per class; allprop
 keeps to RFC 4918's live properties, propname lists them all.
+
+A calendar home lists the user's own calendars, then the calendars others shared with them
+(``SharedCalendarCollection``, named ``<uri>_shared_by_<owner>``; ``dav_shared``); the grants
+are asked of ``oxidav.authz.collections``, one grant-set read for the whole listing and one
+query for all the shared calendars' rows.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
 
+from oxidav.authz.collections import CollectionAccess, Reach
+from oxidav.authz.resources import Resource, ResourceKind
+from oxidav.authz.roles import Action
 from oxidav.calendars.caldata import CalendarDataRequest, render_calendar_data
 from oxidav.calendars.errors import AlreadyExists, CalendarError, NotFound
 from oxidav.calendars.storage import CalendarInfo, ObjectInfo, StoredObject
@@ -52,6 +60,13 @@ from oxidav.providers.dav_collections import (
     OwnedCollection,
     TextObjectResource,
 )
+from oxidav.providers.dav_shared import (
+    SHARED,
+    SharedState,
+    decline_share,
+    parse_shared_name,
+    shared_name,
+)
 from oxidav.providers.dav_users import UserRecord
 from oxidav.providers.dav_xml import (
     CURRENT_USER_PRIVILEGE_SET,
@@ -59,13 +74,14 @@ from oxidav.providers.dav_xml import (
     condition,
     text_element,
 )
+from oxidav.providers.urls import calendar_home_href
 from oxidav.sync import ChangeSet
 
 
 class CalDavCollection(OwnedCollection[CalendarBackend]):
     """Base of the CalDAV collections: the owner and the backend, read-only by default."""
 
-    privileges = OWNER_PRIVILEGES
+    privileges: tuple[str, ...] = OWNER_PRIVILEGES
 
 
 class CalendarsRoot(CalDavCollection):
@@ -89,17 +105,70 @@ class CalendarHome(CalDavCollection):
         self.user = user
 
     def calendars(self) -> list[CalendarInfo]:
+        """The user's own calendars."""
         return self.backend.store.ensure_default(self.user.id)
 
     def calendar_resource(self, info: CalendarInfo) -> CalendarCollection:
         path = f"{self.path.rstrip('/')}/{info.uri}/"
         return CalendarCollection(path, self.environ, self.backend, self.owner_name, info)
 
+    def own_members(self) -> list[CalendarCollection]:
+        return [self.calendar_resource(info) for info in self.calendars()]
+
+    def _access(self) -> CollectionAccess | None:
+        """The request's share questions, when the home is the authenticated user's."""
+        access = self.backend.shares.for_request(self.environ)
+        if access is None or access.principal.user_id != self.user.id:
+            return None
+        return access
+
+    def shared_members(self, taken: Collection[str] = ()) -> list[SharedCalendarCollection]:
+        """The calendars of others shared with this user (one query for all of them; names
+        the user's own calendars already use are skipped: their own come first)."""
+        access = self._access()
+        if access is None:
+            return []
+        reaches = {r.resource.id: r for r in access.reachable(ResourceKind.CALENDAR)}
+        found = []
+        for info, owner in self.backend.store.calendars_with_owners(reaches):
+            reach = reaches[info.id]
+            name = shared_name(info.uri, owner)
+            if reach.resource.owner_id == info.user_id and name not in taken:
+                found.append(self.shared_resource(info, owner, reach))
+        return found
+
+    def shared_calendar(self, name: str) -> SharedCalendarCollection | None:
+        """The shared calendar called ``name`` in this home, if a grant reaches it."""
+        parsed = parse_shared_name(name)
+        access = self._access()
+        if parsed is None or access is None:
+            return None
+        uri, owner_name = parsed
+        owner = self.backend.user(owner_name)
+        if owner is None or owner.id == self.user.id:
+            return None
+        info = self.backend.store.get_calendar(owner.id, uri)
+        if info is None:
+            return None
+        reach = access.visible(Resource.calendar(info.id, owner.id))
+        return None if reach is None else self.shared_resource(info, owner.username, reach)
+
+    def shared_resource(
+        self, info: CalendarInfo, owner: str, reach: Reach
+    ) -> SharedCalendarCollection:
+        path = f"{self.path.rstrip('/')}/{shared_name(info.uri, owner)}/"
+        state = SharedState(
+            reach, owner, f"{calendar_home_href(owner)}{info.uri}/", (C + "read-free-busy",)
+        )
+        return SharedCalendarCollection(path, self.environ, self.backend, owner, info, state)
+
     def get_member_names(self) -> list[str]:
-        return [info.uri for info in self.calendars()]
+        return [str(member.name) for member in self.get_member_list()]
 
     def get_member_list(self) -> list[CalendarCollection]:
-        return [self.calendar_resource(info) for info in self.calendars()]
+        own = self.own_members()
+        taken = {info.info.uri for info in own}
+        return [*own, *self.shared_members(taken)]
 
     def _create(self, name: str, settings: dict[str, Any]) -> None:
         try:
@@ -132,8 +201,8 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
     """``/<user>/<calendar>/``: a calendar collection (RFC 4791 §4.2)."""
 
     info: CalendarInfo
-    kinds = (CALENDAR,)
-    privileges = OWNER_PRIVILEGES
+    kinds: tuple[str, ...] = (CALENDAR,)
+    privileges: tuple[str, ...] = OWNER_PRIVILEGES
 
     def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
@@ -184,7 +253,8 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         return self.backend.store.get_object(self.info.id, name)
 
     def handle_delete(self) -> bool:
-        """DELETE of the calendar: its objects and change log go with it."""
+        """DELETE of the calendar: its objects, change log and shares go with it."""
+        self.backend.shares.forget(Resource.calendar(self.info.id, self.info.user_id))
         self.backend.store.delete_calendar(self.info.id)
         return True
 
@@ -229,13 +299,55 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         return request.properties(self.member_resource(obj), self.floating_tz)
 
 
+class SharedCalendarCollection(CalendarCollection):
+    """Another user's calendar in the recipient's home (``<uri>_shared_by_<owner>``): the
+    owner's objects, sync token and properties; what the recipient may do follows from the
+    grant (``dav_shared.SharedState``)."""
+
+    def __init__(
+        self,
+        path: str,
+        environ: dict[str, Any],
+        backend: CalendarBackend,
+        owner_name: str,
+        info: CalendarInfo,
+        share: SharedState,
+    ) -> None:
+        super().__init__(path, environ, backend, owner_name, info)
+        self.share = share
+        self.privileges = share.privileges
+        self.kinds = (CALENDAR, SHARED)
+
+    def live_properties(self) -> dict[str, Getter]:
+        props = super().live_properties()
+        props.update(self.share.properties(self.environ, self.backend.display_name))
+        return props
+
+    def member_resource(self, row: ObjectInfo) -> CalendarObjectResource:
+        resource = super().member_resource(row)
+        resource.privileges = self.privileges
+        return resource
+
+    def require(self, action: Action, href: str) -> None:
+        """Refuse (403 need-privileges, or 404) unless ``action`` on an object is allowed."""
+        self.share.require(self.backend.shares, self.environ, action, href)
+
+    def handle_delete(self) -> bool:
+        """DELETE removes the share from the recipient's home, never the owner's calendar."""
+        decline_share(self.backend.shares, self.environ, self.share, str(self.get_href()))
+        return True
+
+    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
+        raise self.share.refuse_proppatch(str(self.get_href()))
+
+
 class CalendarObjectResource(TextObjectResource):
     """One calendar object resource (RFC 4791 §4.1): the stored text, served unchanged."""
 
     row: ObjectInfo
     data_property = CALENDAR_DATA
     listed_properties = (CURRENT_USER_PRIVILEGE_SET, OWNER, CALENDAR_DATA)
-    privileges = OWNER_PRIVILEGES
+    privileges: tuple[str, ...] = OWNER_PRIVILEGES
 
     def __init__(
         self, path: str, environ: dict[str, Any], calendar: CalendarCollection, obj: ObjectInfo

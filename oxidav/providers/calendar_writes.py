@@ -2,7 +2,9 @@
 
 The request plumbing is ``dav_writes``'s; the conditions are checked in the same transaction
 as the write (``CalendarStore``), and every refusal carries its RFC 4791 precondition
-(§5.3.2.1) in a 403/409 body, never a 500.
+(§5.3.2.1) in a 403/409 body, never a 500. A write into a calendar shared with the user is
+authorized first (``authorize_write``, ``authorize_transfer``): the grant decides, through
+``oxidav.authz.collections``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
+from oxidav.authz.roles import Action
 from oxidav.calendars.errors import (
     CalendarError,
     NotFound,
@@ -25,7 +28,7 @@ from oxidav.calendars.errors import (
     UnsupportedCalendarData,
 )
 from oxidav.providers.calendar_context import dav_error
-from oxidav.providers.calendar_resources import CalendarCollection
+from oxidav.providers.calendar_resources import CalendarCollection, SharedCalendarCollection
 from oxidav.providers.dav_writes import (
     StartResponse,
     check_put,
@@ -37,6 +40,37 @@ from oxidav.providers.dav_writes import (
 
 #: Media types a PUT may declare: iCalendar (RFC 5545 §8.1), or none more specific.
 ACCEPTED_TYPES = ("text/calendar", "text/plain", "application/octet-stream", "")
+
+
+def authorize_write(
+    environ: dict[str, Any], calendar: CalendarCollection | None, name: str
+) -> None:
+    """For a PUT or DELETE of ``name`` in a shared calendar: refuse (403 need-privileges, or
+    404) unless the recipient's grant allows it. Own calendars need no question."""
+    if not isinstance(calendar, SharedCalendarCollection):
+        return
+    if environ["REQUEST_METHOD"] == "DELETE":
+        calendar.require(Action.DELETE, str(calendar.get_href()))
+    elif calendar.load_row(name) is None:
+        calendar.require(Action.CREATE, str(calendar.get_href()))
+    else:
+        calendar.require(Action.WRITE, calendar.member_href(name))
+
+
+def authorize_transfer(
+    environ: dict[str, Any],
+    source: tuple[CalendarCollection | None, str],
+    target: tuple[CalendarCollection | None, str],
+) -> None:
+    """COPY / MOVE touching a shared calendar: MOVE deletes from the source, and the target
+    gets a new or replaced object."""
+    calendar, _ = source
+    if isinstance(calendar, SharedCalendarCollection) and environ["REQUEST_METHOD"] == "MOVE":
+        calendar.require(Action.DELETE, str(calendar.get_href()))
+    target_calendar, target_name = target
+    if isinstance(target_calendar, SharedCalendarCollection):
+        environ_put = {**environ, "REQUEST_METHOD": "PUT"}
+        authorize_write(environ_put, target_calendar, target_name)
 
 
 def put_object(

@@ -8,9 +8,11 @@ URL layout below the mount point (DESIGN §4)::
     /<user>/<calendar>/<object>.ics     calendar object resource (§4.1)
 
 Another user's paths answer 404 (the authz middleware says so first; the provider checks again
-so that it is safe when embedded without it). PUT, DELETE, COPY and MOVE of objects are
-handled by ``calendar_writes``; MKCALENDAR and extended MKCOL by the home (``OxiRequestServer``
-calls it); the REPORTs live in ``calendar_reports``.
+so that it is safe when embedded without it). Calendars others shared with the user appear in
+their home as ``<uri>_shared_by_<owner>`` (``CalendarHome.shared_calendar``); every write into
+one is authorized first (``calendar_writes.authorize_write``). PUT, DELETE, COPY and MOVE of
+objects are handled by ``calendar_writes``; MKCALENDAR and extended MKCOL by the home
+(``OxiRequestServer`` calls it); the REPORTs live in ``calendar_reports``.
 """
 
 from __future__ import annotations
@@ -101,7 +103,9 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         self, environ: dict[str, Any], home: CalendarHome, target: CalDavPath
     ) -> CalendarCollection | None:
         info = self._calendar(environ, home.user.id, target.calendar)
-        return None if info is None else home.calendar_resource(info)
+        if info is not None:
+            return home.calendar_resource(info)
+        return home.shared_calendar(target.calendar)
 
     def _transfer(
         self, environ: dict[str, Any], start_response: Any, source: CalDavPath
@@ -120,13 +124,13 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         home = self._home(environ, source)
         if home is None:
             raise DAVError(HTTP_NOT_FOUND)
+        calendar = self._collection(environ, home, source)
+        target_calendar = self._collection(environ, home, target)
+        calendar_writes.authorize_transfer(
+            environ, (calendar, source.name), (target_calendar, target.name)
+        )
         return calendar_writes.transfer_object(
-            environ,
-            start_response,
-            self._collection(environ, home, source),
-            source.name,
-            self._collection(environ, home, target),
-            target.name,
+            environ, start_response, calendar, source.name, target_calendar, target.name
         )
 
     def custom_request_handler(
@@ -143,6 +147,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
                 raise DAVError(HTTP_NOT_FOUND)
             home = self._home(environ, target)
             calendar = None if home is None else self._collection(environ, home, target)
+            calendar_writes.authorize_write(environ, calendar, target.name)
             if method == "PUT":
                 return calendar_writes.put_object(environ, start_response, calendar, target.name)
             return calendar_writes.delete_object(environ, start_response, calendar, target.name)

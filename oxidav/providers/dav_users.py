@@ -2,8 +2,9 @@
 
 ``UserDirectory`` answers "who is user ``name``" from the users table, cached for a few
 seconds (WsgiDAV resolves a path several times per request). ``HomeBackend`` adds the rule of
-DESIGN §4 that a home gets its default collection the first time this process sees it; a room
-implements ``create_default``.
+DESIGN §4 that a home gets its default collection the first time this process sees it (a room
+implements ``create_default``), and the process-wide ``SharedCollections`` through which the
+room asks which collections of others a user reaches.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from oxidav.authz.collections import SharedCollections
 from oxidav.db import Database
 from oxidav.db.models.users import User
 from oxidav.settings import Settings
@@ -62,11 +64,18 @@ class UserDirectory:
 
 
 class HomeBackend(UserDirectory):
-    """A room's backend: user lookups, and each home prepared once per process."""
+    """A room's backend: user lookups, each home prepared once per process, and the
+    collections shared with a user (``oxidav.authz.collections`` decides)."""
 
     def __init__(self, db: Database, settings: Settings) -> None:
         super().__init__(db, settings)
         self._homes_ready: set[int] = set()
+        self.shares = SharedCollections(db)
+
+    def display_name(self, username: str) -> str:
+        """A user's display name (their user name if they have none or are unknown)."""
+        user = self.user(username)
+        return (user.display_name if user is not None else "") or username
 
     def create_default(self, user_id: int) -> None:
         """Create the default collection of ``user_id``'s home if the home is empty.

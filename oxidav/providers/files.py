@@ -12,7 +12,9 @@ any WsgiDAV configuration; ``examples/embed.py`` shows the smallest one::
     }
 
 A request sees only the tree of the user it authenticated as: a path in another user's tree
-is not found (404), whatever the middleware in front. Paths are NFC-normalized and validated
+is not found (404), whatever the middleware in front — except where the authz layer admitted it
+into another tree (``TreeView``s: shares mounted in the caller's tree, public links; a share
+reached by its owner's URL). Paths are NFC-normalized and validated
 by ``oxidav.tree.names``, so neither ``..`` nor an encoded ``/`` leaves the user's root.
 Locks are keyed by the canonical ``…/files/<user>/<path>`` URL, so a lock taken through one
 mount is honoured through the other.
@@ -20,13 +22,16 @@ mount is honoured through the other.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
 from wsgidav.dav_provider import DAVProvider
 
 from oxidav.authz.middleware import ENVIRON_ACTING_FOR
+from oxidav.authz.mounts import mounts_of
 from oxidav.authz.views import view_for, views_of
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
@@ -35,7 +40,7 @@ from oxidav.providers.files_handlers import dispatch
 from oxidav.providers.files_locks import DbLockStorage
 from oxidav.providers.files_resources import FileResource, FilesHome, FolderResource
 from oxidav.settings import Settings
-from oxidav.tree import InvalidName, normalize_path
+from oxidav.tree import InvalidName, NodeInfo, normalize_path
 
 #: ``locate`` result for the collection above the users' homes (path mode only).
 HOME = "home"
@@ -47,7 +52,8 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
     ``user_from="path"``: the first path segment below the mount names the user
     (``/remote.php/dav/files/alice/…``). ``user_from="auth"``: the mount is the authenticated
     user's root (``/remote.php/webdav/…``); ``canonical_share`` is then the share path of the
-    per-user mount, used for lock keys.
+    per-user mount, used for lock keys. ``user_from="view"``: only what the authz layer mapped
+    through a ``TreeView`` exists (``/public.php/webdav``: a public link's tree).
     """
 
     def __init__(
@@ -55,7 +61,7 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         db: Database,
         chain: BlobChain,
         *,
-        user_from: Literal["path", "auth"] = "path",
+        user_from: Literal["path", "auth", "view"] = "path",
         canonical_share: str | None = None,
         default_quota_bytes: int = 0,
         propfind_infinity_limit: int = 0,
@@ -93,6 +99,8 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         viewed = self._locate_in_view(path, environ)
         if viewed is not None:
             return viewed
+        if self.user_from == "view":
+            return None
         # A request the authz middleware admitted into another user's tree (a share) acts in
         # the owner's tree; everyone else acts in their own.
         user = environ.get(ENVIRON_ACTING_FOR) or environ.get("wsgidav.auth.user_name") or ""
@@ -139,8 +147,27 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         node = self.backend.node(environ, target)
         if node is None:
             return None
+        node = self._as_seen(path, environ, target, node)
         cls = FolderResource if node.is_folder else FileResource
         return cls(path, environ, target, node, None)
+
+    def _as_seen(
+        self, path: str, environ: dict[str, Any], target: Target, node: NodeInfo
+    ) -> NodeInfo:
+        """A mount point carries its mount name; the caller's folders at or above their
+        mounts carry the rolled-up etag (``oxidav.authz.mounts``)."""
+        mounts = mounts_of(environ)
+        if mounts is None:
+            return node
+        if target.user_id == mounts.user_id:
+            if node.is_folder and mounts.rolls_up(target.tree_path):
+                return replace(node, etag=mounts.etag(node.etag))
+            return node
+        found = view_for(environ, self.share_path + path)
+        if found is not None and found[1] == found[0].tree_root:
+            name = unicodedata.normalize("NFC", found[0].url_root.rsplit("/", 1)[1])
+            return replace(node, name=name)
+        return node
 
     def exists(self, path: str, environ: dict[str, Any]) -> bool:
         return self.get_resource_inst(path, environ) is not None

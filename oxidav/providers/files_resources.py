@@ -6,12 +6,18 @@ A resource is built from one ``NodeInfo`` row and never queries for its own live
 names and builds them directly (no ``get_resource_inst`` per child). Writes go through
 ``oxidav.tree`` in one transaction each: MKCOL, DELETE (to the trash, dropping the locks below),
 COPY and MOVE (``handle_copy`` / ``handle_move``; WsgiDAV has checked locks and If headers).
+
+Mounts (``oxidav.authz.mounts``): the caller's mount folder also lists their mount points — the
+owners' nodes under their mount names, built from the mount table the authz middleware loaded
+(no query per mount) and sharing one ``Page`` — and the caller's folders at or above the mount
+folder answer with the rolled-up etag, so a change inside a share reaches the caller's root.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +25,7 @@ from wsgidav import util
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
+from oxidav.authz.mounts import mounts_of
 from oxidav.providers.files_context import (
     ENVIRON_CREATED,
     ENVIRON_NODE,
@@ -241,13 +248,50 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
                 page = Page(self.provider.backend, self.environ, children, lock_root, listing=True)
                 yield [self._member(child, page) for child in children]
             if len(children) < size:
-                return
+                break
             after = children[-1].name
+        mounted = self._mount_members()
+        if mounted:
+            yield mounted
 
     def _member(self, child: NodeInfo, page: Page) -> _NodeResource:
         cls = FolderResource if child.is_folder else FileResource
         target = Target(self.target.username, self.target.user_id, child.path)
+        mounts = mounts_of(self.environ)
+        if (
+            child.is_folder
+            and mounts is not None
+            and self.target.user_id == mounts.user_id
+            and mounts.rolls_up(child.path)
+        ):
+            child = replace(child, etag=mounts.etag(child.etag))
         return cls(f"{self.path.rstrip('/')}/{child.name}", self.environ, target, child, page)
+
+    def _mount_members(self) -> list[_NodeResource]:
+        """The mount points of this folder if it is the caller's mount folder: the owners'
+        nodes under their mount names, with one ``Page`` (so one batched query per kind of
+        property) for all of them."""
+        mounts = mounts_of(self.environ)
+        if (
+            mounts is None
+            or self.target.user_id != mounts.user_id
+            or self.target.tree_path != mounts.folder
+        ):
+            return []
+        nodes = [replace(m.node, name=m.name) for m in mounts.mounts]
+        targets = [Target(m.owner, m.node.user_id, m.node.path) for m in mounts.mounts]
+        roots = [
+            lock_rows.normalize_root(self.provider.ref_url(t, n.is_folder))
+            for t, n in zip(targets, nodes, strict=True)
+        ]
+        page = _MountPage(self.provider.backend, self.environ, nodes, roots)
+        base = self.path.rstrip("/")
+        return [
+            (FolderResource if node.is_folder else FileResource)(
+                f"{base}/{node.name}", self.environ, target, node, page
+            )
+            for node, target in zip(nodes, targets, strict=True)
+        ]
 
     def get_member_list(self) -> list[_NodeResource]:
         if self._members is None:
@@ -304,6 +348,30 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             return f"{self.target.tree_path}/{normalize_name(name)}"
         except TreeError as exc:
             raise self._fail(exc) from None
+
+
+class _MountPage(Page):
+    """The ``Page`` of a folder's mount points: their locks are rooted in several trees."""
+
+    def __init__(
+        self,
+        backend: Any,
+        environ: dict[str, Any],
+        nodes: list[NodeInfo],
+        lock_roots: list[str],
+    ) -> None:
+        super().__init__(backend, environ, nodes, "/", listing=False)
+        self.lock_roots = lock_roots
+        self._mount_locks: dict[str, list[dict[str, Any]]] | None = None
+
+    def locks(self, root: str) -> list[dict[str, Any]]:
+        if self._mount_locks is None:
+            with self.backend.db.read() as session:
+                found = lock_rows.list_locks_at(session, self.lock_roots)
+            self._mount_locks = {}
+            for lock in found:
+                self._mount_locks.setdefault(lock["root"], []).append(lock)
+        return self._mount_locks.get(root, [])
 
 
 class FilesHome(DAVCollection):  # type: ignore[misc]

@@ -14,6 +14,9 @@ ADDRESSBOOKS = f"{DAV_ROOT}/addressbooks"
 ADDRESSBOOKS_USERS = f"{ADDRESSBOOKS}/users"
 UPLOADS = f"{DAV_ROOT}/uploads"
 TRASHBIN = f"{DAV_ROOT}/trashbin"
+#: Public links: WebDAV of a link's tree (Basic: token + link password) and the link pages.
+PUBLIC_WEBDAV = "/public.php/webdav"
+PUBLIC_SHARE = "/s"
 
 #: Collections below which the next path segment names the owning user.
 USER_SCOPED_PREFIXES = (FILES, CALENDARS, ADDRESSBOOKS_USERS, UPLOADS, TRASHBIN)

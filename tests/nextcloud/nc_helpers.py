@@ -1,4 +1,4 @@
-"""Helpers of the Nextcloud tests: bulk bodies, tree reads through the blob chain."""
+"""Helpers of the Nextcloud tests: bulk bodies, tree reads through the blob chain, a share."""
 
 from __future__ import annotations
 
@@ -6,11 +6,15 @@ import hashlib
 
 from sqlalchemy import select
 
+from oxidav.authz.grants import Subject, grant
+from oxidav.authz.roles import Role
+from oxidav.authz.targets import resolve_target
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.models.users import User
-from oxidav.tree import resolve
+from oxidav.tree import resolve, used_bytes
 from oxidav.tree.types import NodeInfo
+from tests.support.live import LiveServer
 
 BOUNDARY = "boundary_.oOo._abc123"
 
@@ -54,3 +58,24 @@ def content_of(chain: BlobChain, node: NodeInfo) -> bytes:
         return b""
     with chain.open(node.manifest_hash) as reader:
         return reader.read()
+
+
+def share_photos(live: LiveServer, role: Role) -> tuple[int, int]:
+    """alice's /Photos (a.txt, sub/) shared with bob as ``role``: (alice's id, bob's id)."""
+    assert live.services is not None
+    for method, path, data in (
+        ("MKCOL", "/Photos", None),
+        ("MKCOL", "/Photos/sub", None),
+        ("PUT", "/Photos/a.txt", b"alpha"),
+    ):
+        assert live.request(method, "/remote.php/dav/files/alice" + path, data).status == 201
+    db = live.services.db
+    alice, bob = user_id(db, "alice"), user_id(db, "bob")
+    with db.write() as session:
+        grant(session, Subject.user(bob), resolve_target(session, "files/alice/Photos"), role)
+    return alice, bob
+
+
+def used(db: Database, uid: int) -> int:
+    with db.read() as session:
+        return used_bytes(session, uid)

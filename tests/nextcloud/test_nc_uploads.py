@@ -1,12 +1,16 @@
-"""Chunked upload v2 over HTTP: MKCOL, PUT chunks, PROPFIND to resume, MOVE .file, DELETE."""
+"""Chunked upload v2 over HTTP: MKCOL, PUT chunks, PROPFIND to resume, MOVE .file, DELETE —
+into the uploader's tree and into shares mounted there."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 
-from nc_helpers import content_of, node_at, user_id
+from nc_helpers import content_of, node_at, share_photos, used, user_id
+from sqlalchemy import update
 
+from oxidav.authz.roles import Role
+from oxidav.db.models.users import User
 from oxidav.nextcloud.context import nextcloud_context
 from tests.support.live import LiveServer
 
@@ -156,3 +160,93 @@ def test_purge_stale_sessions(live_server: LiveServer) -> None:
     assert purge_stale(context.db, context.chain) == 0
     assert purge_stale(context.db, context.chain, now=utcnow() + timedelta(hours=25)) == 1
     assert live_server.request("PROPFIND", f"{UP}/old/", headers={"Depth": "0"}).status == 404
+
+
+# -- into shares mounted in the uploader's tree (oxidav.authz.mounts / oxidav.authz.writes) --
+
+BOB_UP = "/remote.php/dav/uploads/bob"
+BOB_FILES = "/remote.php/dav/files/bob"
+
+
+def _bob_upload(live: LiveServer, transfer: str, data: bytes, dest: str | None) -> None:
+    """MKCOL and two chunks as bob, each naming ``dest`` as the Nextcloud client does."""
+    headers = {"Destination": dest} if dest else {}
+    mkcol = live.request(
+        "MKCOL",
+        f"{BOB_UP}/{transfer}",
+        headers={**headers, "OC-Total-Length": str(len(data))},
+        user="bob",
+    )
+    assert mkcol.status == 201, mkcol.text
+    half = len(data) // 2
+    for name, chunk in (("00001", data[:half]), ("00002", data[half:])):
+        put = live.request("PUT", f"{BOB_UP}/{transfer}/{name}", chunk, headers=headers, user="bob")
+        assert put.status == 201, put.text
+
+
+def _assemble(live: LiveServer, transfer: str, dest: str, total: int) -> int:
+    headers = {"Destination": dest, "OC-Total-Length": str(total)}
+    return live.request("MOVE", f"{BOB_UP}/{transfer}/.file", headers=headers, user="bob").status
+
+
+def test_chunked_upload_into_an_editor_share(live_server: LiveServer) -> None:
+    alice, bob = share_photos(live_server, Role.EDITOR)
+    assert live_server.services is not None
+    db, chain = live_server.services.db, live_server.services.blobs
+    folder_before = node_at(db, alice, "/Photos")
+    used_before = used(db, alice)
+    data = bytes(range(256)) * 1000
+    dest = f"{BOB_FILES}/Photos/sub/big%20%C3%A9.bin"
+    _bob_upload(live_server, "t1", data, dest)
+    headers = {"Destination": dest, "OC-Total-Length": str(len(data)), "X-OC-Mtime": "1600000000"}
+    done = live_server.request("MOVE", f"{BOB_UP}/t1/.file", headers=headers, user="bob")
+    assert done.status == 201, done.text
+    node = node_at(db, alice, "/Photos/sub/big é.bin")
+    assert node is not None and content_of(chain, node) == data
+    assert done.headers["oc-fileid"].startswith(f"{node.id:08d}")
+    assert used(db, alice) == used_before + len(data) and used(db, bob) == 0
+    folder_after = node_at(db, alice, "/Photos")
+    assert folder_before is not None and folder_after is not None
+    assert folder_after.etag != folder_before.etag
+    got = live_server.request("GET", f"{BOB_FILES}/Photos/sub/big%20%C3%A9.bin", user="bob")
+    assert (got.status, got.body) == (200, data)
+    # Overwriting an existing file of the share: 204; without Destination on MKCOL/PUT too.
+    _bob_upload(live_server, "t2", b"shorter", None)
+    assert _assemble(live_server, "t2", f"{BOB_FILES}/Photos/a.txt", 7) == 204
+    overwritten = node_at(db, alice, "/Photos/a.txt")
+    assert overwritten is not None and content_of(chain, overwritten) == b"shorter"
+
+
+def test_chunked_upload_into_a_viewer_share_is_refused(live_server: LiveServer) -> None:
+    alice, bob = share_photos(live_server, Role.VIEWER)
+    assert live_server.services is not None
+    db = live_server.services.db
+    dest = f"{BOB_FILES}/Photos/new.bin"
+    headers = {"Destination": dest, "OC-Total-Length": "6"}
+    assert live_server.request("MKCOL", f"{BOB_UP}/v1", headers=headers, user="bob").status == 403
+    _bob_upload(live_server, "v2", b"abcdef", None)  # a session that names no destination
+    assert _assemble(live_server, "v2", dest, 6) == 403
+    assert _assemble(live_server, "v2", f"{BOB_FILES}/Photos/a.txt", 6) == 403
+    assert _assemble(live_server, "v2", "/remote.php/dav/files/alice/secret.bin", 6) == 404
+    assert node_at(db, alice, "/Photos/new.bin") is None
+    kept = node_at(db, alice, "/Photos/a.txt")
+    assert kept is not None and kept.size == 5
+    # The session is still there, and bob may still assemble it into his own tree.
+    assert _assemble(live_server, "v2", f"{BOB_FILES}/mine.bin", 6) == 201
+    assert node_at(db, bob, "/mine.bin") is not None
+
+
+def test_chunked_upload_into_a_share_checks_the_owners_quota(live_server: LiveServer) -> None:
+    alice, bob = share_photos(live_server, Role.EDITOR)
+    assert live_server.services is not None
+    db = live_server.services.db
+    with db.write() as session:
+        session.execute(update(User).where(User.id == alice).values(quota_bytes=50))
+    dest = f"{BOB_FILES}/Photos/big.bin"
+    headers = {"Destination": dest, "OC-Total-Length": "100"}
+    assert live_server.request("MKCOL", f"{BOB_UP}/q1", headers=headers, user="bob").status == 507
+    _bob_upload(live_server, "q2", b"z" * 100, None)
+    assert _assemble(live_server, "q2", dest, 100) == 507
+    assert node_at(db, alice, "/Photos/big.bin") is None
+    assert _assemble(live_server, "q2", f"{BOB_FILES}/big.bin", 100) == 201  # his own quota
+    assert node_at(db, bob, "/big.bin") is not None

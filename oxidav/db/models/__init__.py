@@ -4,7 +4,7 @@ Each room of oxidav owns one module: ``users`` (authz), ``blobs``, ``tree``, ``c
 ``contacts``. Add a module here when a room gains tables, and an Alembic revision with it.
 """
 
-from oxidav.db.models import authz, blobs, calendars, contacts, nextcloud, sync, tree
+from oxidav.db.models import authz, blobs, calendars, contacts, links, nextcloud, sync, tree
 from oxidav.db.models.users import AppPassword, User
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "blobs",
     "calendars",
     "contacts",
+    "links",
     "nextcloud",
     "sync",
     "tree",

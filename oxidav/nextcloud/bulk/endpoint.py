@@ -8,6 +8,11 @@ transaction. The reply is 200 with a JSON object keyed by exactly the ``X-File-P
 ``{"error": false, "etag", "fileid", "permissions", "X-OC-MTime"}`` or
 ``{"error": true, "message"}``. A bad MD5 or path fails that file only; a body that is not
 well-formed multipart fails the request with 400 (and a logged reason).
+
+Each path is placed by ``oxidav.authz.writes`` before its body is read: a path below a share
+mounted in the uploader's tree lands in the owner's tree (the owner's quota and etags), and a
+path the uploader may not write fails that file only (``"403: …"``, or ``"404: …"`` where a
+403 would reveal that something exists), its body skipped, as Nextcloud answers per file.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_METHOD_NOT_ALLOWED, DAVError
 
 from oxidav.authz.credential_cache import Principal
+from oxidav.authz.writes import RequestWrites, WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, Part, boundary_of
 from oxidav.nextcloud.checksums import format_checksum
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL
-from oxidav.nextcloud.enrichers import oc_id, permissions
+from oxidav.nextcloud.enrichers import oc_id, permissions_for
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
-from oxidav.providers.urls import DAV_ROOT
+from oxidav.providers.urls import DAV_ROOT, FILES
 from oxidav.tree import TreeError, normalize_path, write_file
 
 if TYPE_CHECKING:
@@ -46,6 +52,8 @@ class _Upload:
     """A part whose content is stored and waits to be written to the tree."""
 
     key: str
+    #: The tree that receives the file (the uploader's, or a share's owner's) and the path there.
+    owner_id: int
     path: str
     content: StoredContent
     mtime: datetime | None
@@ -59,6 +67,7 @@ def _error(message: str) -> Result:
 class BulkUpload:
     def __init__(self, context: NextcloudContext) -> None:
         self.context = context
+        self.writes = WriteGate(context.db, context.settings.share_folder)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") != "POST":
@@ -76,15 +85,16 @@ class BulkUpload:
         reader = MultipartReader(environ["wsgi.input"], boundary, limit)
         results: dict[str, Result] = {}
         uploads: list[_Upload] = []
+        writes = self.writes.request(environ, principal)
         try:
             for part in reader.parts():
-                self._receive(part, results, uploads)
+                self._receive(part, writes, results, uploads)
         except (MultipartError, IncompleteContentError) as exc:
             log.warning("bulk upload from user %r rejected: %s", principal.username, exc)
             reader.drain()
             raise DAVError(HTTP_BAD_REQUEST, f"bad multipart: {exc}") from None
         environ["wsgidav.all_input_read"] = 1
-        self._write(principal.user_id, uploads, results)
+        self._write(environ, uploads, results)
         body = json.dumps(results, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         start_response(
             "200 OK",
@@ -95,18 +105,13 @@ class BulkUpload:
         )
         return [body]
 
-    def _receive(self, part: Part, results: dict[str, Result], uploads: list[_Upload]) -> None:
+    def _receive(
+        self, part: Part, writes: RequestWrites, results: dict[str, Result], uploads: list[_Upload]
+    ) -> None:
+        """Place one part, then ingest its body (a part that fails early is skipped unread)."""
         key = part.headers.get("x-file-path")
         if not key:
             raise MultipartError("a part has no X-File-Path")
-        content = self.context.chain.ingest(part.body, expected_length=part.length, md5=True)
-        declared = part.headers.get("x-file-md5", "").strip().lower()
-        if not declared:
-            results[key] = _error("X-File-MD5 header is missing")
-            return
-        if content.md5 != declared:
-            results[key] = _error(f"MD5 mismatch: declared {declared}, content has {content.md5}")
-            return
         try:
             path = normalize_path(key)
             mtime = parse_mtime(part.headers.get("x-file-mtime") or part.headers.get("x-oc-mtime"))
@@ -116,9 +121,25 @@ class BulkUpload:
         if not path:
             results[key] = _error("cannot write the root folder")
             return
-        uploads.append(_Upload(key, path, content, mtime, format_checksum("MD5", declared)))
+        place = writes.place(f"{FILES}/{writes.principal.username}{path}")
+        decision = place.verdict.decision
+        if not decision.allowed:
+            results[key] = _error(f"{decision.status}: {decision.reason}")
+            return
+        content = self.context.chain.ingest(part.body, expected_length=part.length, md5=True)
+        declared = part.headers.get("x-file-md5", "").strip().lower()
+        if not declared:
+            results[key] = _error("X-File-MD5 header is missing")
+            return
+        if content.md5 != declared:
+            results[key] = _error(f"MD5 mismatch: declared {declared}, content has {content.md5}")
+            return
+        checksum = format_checksum("MD5", declared)
+        uploads.append(_Upload(key, place.owner_id, place.tree_path, content, mtime, checksum))
 
-    def _write(self, user_id: int, uploads: list[_Upload], results: dict[str, Result]) -> None:
+    def _write(
+        self, environ: dict[str, Any], uploads: list[_Upload], results: dict[str, Result]
+    ) -> None:
         if not uploads:
             return
         settings = self.context.settings
@@ -128,7 +149,7 @@ class BulkUpload:
                     written = write_file(
                         session,
                         self.context.chain,
-                        user_id,
+                        upload.owner_id,
                         upload.path,
                         upload.content,
                         mtime=upload.mtime,
@@ -144,7 +165,7 @@ class BulkUpload:
                     "error": False,
                     "etag": f'"{node.etag}"',
                     "fileid": oc_id(node.id, settings.instance_id),
-                    "permissions": permissions(node),
+                    "permissions": permissions_for(node, environ),
                 }
                 if upload.mtime is not None:
                     results[upload.key]["X-OC-MTime"] = "accepted"

@@ -8,6 +8,10 @@ written with ``oxidav.tree.write_file`` honouring ``If-Match`` / the ``If`` head
 transaction drops the session. The reply is 201 (new file) or 204, and the node is left in
 the environ so the Nextcloud middleware adds ``OC-FileId``, ``OC-ETag``, ``ETag`` and
 ``X-OC-MTime: accepted``.
+
+The destination is placed by ``oxidav.authz.writes`` (``destination_place``): below a share
+mounted in the uploader's tree the file lands in the owner's tree (the owner's quota and
+etags); where the uploader may not write, 403 (404 where a 403 would reveal the resource).
 """
 
 from __future__ import annotations
@@ -29,14 +33,14 @@ from wsgidav.dav_error import (
 )
 
 from oxidav.authz.credential_cache import Principal
+from oxidav.authz.writes import WritePlace
 from oxidav.blobs import StoredContent
 from oxidav.nextcloud.checksums import ChecksumError, format_checksum, new_hasher, parse_checksum
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.sessions import UploadError
-from oxidav.providers.urls import FILES, LEGACY_WEBDAV
-from oxidav.tree import QuotaExceeded, TreeError, normalize_path, write_file
+from oxidav.tree import QuotaExceeded, TreeError, write_file
 
 if TYPE_CHECKING:
     from oxidav.nextcloud.uploads.provider import UploadsProvider
@@ -49,23 +53,22 @@ ENVIRON_NODE = "oxidav.node"
 _IF_ETAG = re.compile(r'\[\s*(?:W/)?"?([^"\]\s]+)"?\s*\]')
 
 
-def destination_path(environ: dict[str, Any], username: str) -> str:
-    """The tree path named by ``Destination`` (absolute path or URL under the user's files)."""
+def destination_place(
+    provider: UploadsProvider, environ: dict[str, Any], principal: Principal
+) -> WritePlace:
+    """Where the file named by ``Destination`` (absolute path or URL of a file below the
+    caller's files, possibly inside a share mounted there) lands; DAVError if it may not."""
     raw = environ.get("HTTP_DESTINATION")
     if not raw:
         raise DAVError(HTTP_BAD_REQUEST, "missing Destination header")
     path = unquote(urlsplit(raw).path)
-    for prefix in (f"{FILES}/{username}", LEGACY_WEBDAV):
-        if path == prefix or path.startswith(prefix + "/"):
-            try:
-                tree_path = normalize_path(path[len(prefix) :])
-            except TreeError as exc:
-                raise DAVError(HTTP_BAD_REQUEST, str(exc)) from None
-            if tree_path:
-                return tree_path
-    if path.startswith(FILES + "/"):
-        raise DAVError(HTTP_NOT_FOUND, "Destination belongs to another user")
-    raise DAVError(HTTP_BAD_REQUEST, "Destination must be a file below files/<user>/")
+    place = provider.writes.request(environ, principal).place(path)
+    decision = place.verdict.decision
+    if not decision.allowed:
+        raise DAVError(decision.status, decision.reason)
+    if not place.tree_path:
+        raise DAVError(HTTP_BAD_REQUEST, "Destination must be a file below files/<user>/")
+    return place
 
 
 def required_etag(environ: dict[str, Any]) -> str | None:
@@ -105,7 +108,7 @@ def finish_upload(
         info = sessions.find_session(session, principal.user_id, parts[1])
     if info is None:
         raise DAVError(HTTP_NOT_FOUND, "no such upload session")
-    target = destination_path(environ, principal.username)
+    place = destination_place(provider, environ, principal)
     try:
         mtime = parse_mtime(environ.get("HTTP_X_OC_MTIME"))
     except InvalidMtime as exc:
@@ -130,8 +133,8 @@ def finish_upload(
             result = write_file(
                 session,
                 context.chain,
-                principal.user_id,
-                target,
+                place.owner_id,
+                place.tree_path,
                 content,
                 mtime=mtime,
                 checksums=checksum,
@@ -145,10 +148,11 @@ def finish_upload(
     except TreeError as exc:
         raise DAVError(exc.status, str(exc)) from None
     log.info(
-        "chunked upload %s of user %r assembled into %r (%d bytes)",
+        "chunked upload %s of user %r assembled into %r of %r (%d bytes)",
         info.transfer_id,
         principal.username,
-        target,
+        place.tree_path,
+        place.owner,
         result.node.size,
     )
     environ[ENVIRON_NODE] = result.node

@@ -1,7 +1,8 @@
 """The WsgiDAV provider of ``/remote.php/dav/uploads/<user>/<transfer id>/<chunk>``.
 
 Resources are thin adapters over ``sessions``: MKCOL of ``<user>/<id>`` opens a session
-(``OC-Total-Length`` remembered; more than the free quota is 507 at once), PUT of a chunk
+(``OC-Total-Length`` remembered; more than the free quota of the tree its ``Destination``
+lands in — a share's owner's, ``oxidav.authz.writes`` — is 507 at once), PUT of a chunk
 streams it into the blob chain and records it on ``end_write``, PROPFIND lists the chunks in
 order (resume), DELETE drops a chunk or the session. ``MOVE <id>/.file`` is handled in
 ``custom_request_handler`` (the destination lives in another provider, which WsgiDAV's own
@@ -23,12 +24,13 @@ from wsgidav.dav_error import (
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
 from oxidav.authz.credential_cache import Principal
+from oxidav.authz.writes import WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.db import utcnow
 from oxidav.nextcloud.checksums import ChecksumMismatch
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.uploads import sessions
-from oxidav.nextcloud.uploads.finish import ASSEMBLED, finish_upload
+from oxidav.nextcloud.uploads.finish import ASSEMBLED, destination_place, finish_upload
 from oxidav.nextcloud.uploads.sessions import ChunkInfo, SessionInfo, UploadError
 from oxidav.tree import available_bytes
 
@@ -71,10 +73,11 @@ class UserUploads(DAVCollection):  # type: ignore[misc]
     def create_collection(self, name: str) -> None:
         total = _length(self.environ, "HTTP_OC_TOTAL_LENGTH")
         if total is not None:
+            owner_id = self.principal.user_id
+            if self.environ.get("HTTP_DESTINATION"):
+                owner_id = destination_place(self.provider, self.environ, self.principal).owner_id
             with self.context.db.read() as session:
-                free = available_bytes(
-                    session, self.principal.user_id, self.context.settings.default_quota_bytes
-                )
+                free = available_bytes(session, owner_id, self.context.settings.default_quota_bytes)
             if free is not None and total > free:
                 raise DAVError(HTTP_INSUFFICIENT_STORAGE, "the upload exceeds the quota")
         self.provider.purge_now_and_then()
@@ -214,6 +217,7 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
     def __init__(self, context: NextcloudContext) -> None:
         super().__init__()
         self.context = context
+        self.writes = WriteGate(context.db, context.settings.share_folder)
         self._next_purge = 0.0
 
     def purge_now_and_then(self) -> None:

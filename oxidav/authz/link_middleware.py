@@ -1,0 +1,114 @@
+"""``/public.php/webdav``: authentication and authorization of WebDAV through a public link.
+
+As in Nextcloud, a client sends HTTP Basic credentials with the link token as user name and the
+link password (empty when there is none) as password. This middleware stands where
+``OxiHTTPAuthenticator`` + ``AuthzMiddleware`` stand in the user DAV stack: it opens the link
+(``LinkGate.open``), asks ``LinkGate.decide`` whether the method may run there, and leaves the
+link's ``TreeView`` in ``environ`` — the files provider below then serves the link's tree,
+exactly as it serves a user's (one WebDAV surface). An unknown, deleted or expired token and a
+wrong password are all 401, so the answer does not tell which tokens exist.
+
+``/s/<token>`` (``oxidav.nextcloud.public_links``) opens the link itself (password form,
+cookie) and passes the opened link on in ``environ[ENVIRON_LINK]``; such a request skips the
+Basic step but is decided here like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
+from wsgidav.mw.base_mw import BaseMiddleware
+
+from oxidav.authz.basic_auth import parse_basic_credentials
+from oxidav.authz.domain_controller import HTTP_TOO_MANY_REQUESTS
+from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate, deny_line
+from oxidav.authz.links import LiveLink
+from oxidav.authz.policy import destination_path
+from oxidav.authz.views import ENVIRON_VIEWS
+from oxidav.tree import InvalidName, normalize_path, resolve
+
+#: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.
+ENVIRON_LINK = "oxidav.links.opened"
+LINK_REALM = "oxidav public link"
+
+
+def _challenge() -> list[tuple[str, str]]:
+    return [("WWW-Authenticate", f'Basic realm="{LINK_REALM}", charset="UTF-8"')]
+
+
+def _valid_tree_path(tree_path: str | None) -> bool:
+    """Whether a mapped path names a place inside the view (no ``..``, no bad names)."""
+    if tree_path is None:
+        return False
+    try:
+        normalize_path(tree_path)
+    except InvalidName:
+        return False
+    return True
+
+
+class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
+    def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
+        super().__init__(wsgidav_app, next_app, config)
+        self.gate: LinkGate = config["oxidav"]["links"]
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        link = environ.get(ENVIRON_LINK)
+        if not isinstance(link, LiveLink):
+            link = self._open(environ)
+        url_root = environ.get("SCRIPT_NAME", "").rstrip("/")
+        view = self.gate.view(link, url_root)
+        path = url_root + environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        rel_path = path[len(url_root) :]
+        raw_destination = environ.get("HTTP_DESTINATION")
+        inside = None
+        if raw_destination:
+            inside = _valid_tree_path(view.tree_path(destination_path(raw_destination)))
+
+        def target_exists() -> bool:
+            tree_path = view.tree_path(path)
+            if tree_path is None:
+                return False
+            try:
+                normalized = normalize_path(tree_path)
+            except InvalidName:
+                return False
+            with self.gate.db.read() as session:
+                return resolve(session, link.owner_id, normalized) is not None
+
+        decision = self.gate.decide(
+            link,
+            method,
+            rel_path,
+            depth=environ.get("HTTP_DEPTH", "infinity").strip().lower(),
+            destination_inside=inside,
+            target_exists=target_exists,
+        )
+        if not decision.allowed:
+            address = environ.get("REMOTE_ADDR", "")
+            deny_line(link.token, link.id, f"{method} {path}", decision, address)
+            raise DAVError(decision.status, decision.reason)
+        environ[ENVIRON_VIEWS] = [view]
+        environ["wsgidav.auth.user_name"] = ""
+        environ["wsgidav.auth.realm"] = LINK_REALM
+        result: Iterable[bytes] = self.next_app(environ, start_response)
+        return result
+
+    def _open(self, environ: dict[str, Any]) -> LiveLink:
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            raise DAVError(401, "a link token is required", add_headers=_challenge())
+        try:
+            token, password = parse_basic_credentials(header)
+        except ValueError as exc:
+            raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
+        credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
+        try:
+            return self.gate.open(token, credentials, "webdav")
+        except LinkDenied as denied:
+            if denied.status == HTTP_TOO_MANY_REQUESTS:
+                raise DAVError(denied.status, denied.reason, add_headers=denied.headers) from None
+            raise DAVError(401, "invalid link credentials", add_headers=_challenge()) from None

@@ -1,0 +1,229 @@
+"""Mounts: the files and folders shared with a user, as they appear in the user's own tree.
+
+Nextcloud clients only ever talk to ``/remote.php/dav/files/<self>/…``, so every file or folder
+grant that reaches a user (a grant to them or to one of their groups, unexpired, on a live node
+of another user) appears in their tree as a *mount point*: a member of the folder
+``Settings.share_folder`` (the root by default; e.g. ``/Shared``, created on first need) named
+like the shared node. Requests below a mount point are served from the owner's tree through a
+``TreeView`` (``oxidav.authz.views``) and decided by the grant engine like the owner's URL.
+
+**Names are computed, not stored** (no table): on every request that needs them, from the
+shared nodes' current names. A mount's name is the node's name; when it is taken by one of the
+user's own nodes in that folder, or by another mount, it becomes ``name (2)``, ``name (3)``…
+(before the extension for files: ``a (2).txt``). The user's own nodes keep their names; mounts
+claim names in (name, node id) order, so the answer is the same on every request and in every
+process. Unlike Nextcloud (which stores a per-recipient ``file_target``), a mount follows the
+owner's renames and cannot be renamed by the recipient.
+
+**Cost.** ``MountService.table`` reads through the request's ``RequestAuthz``: the grants
+generation (one primary-key read) and the principal's grant set (cached per generation). A user
+who holds no file or folder grant pays nothing more; otherwise one query loads the shared nodes
+with their owners' names and one finds which candidate names are taken (plus one lookup of the
+share folder when it is not the root). Nothing is cached across requests, so a revocation, a
+rename or a trashed share shows on the very next request.
+
+**Etag roll-up.** The folder holding the mounts and each of its ancestors answer with an etag
+combined from their own and every mount's (name, id, etag): a change anywhere inside a share
+rolls up to the owner's shared node, and from there into the recipient's folders, so sync
+clients descend into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from oxidav.authz.engine import RequestAuthz
+from oxidav.db import Database
+from oxidav.db.models.tree import Node
+from oxidav.db.models.users import User
+from oxidav.tree import InvalidName, TreeError, ensure_root, make_folder, normalize_path, resolve
+from oxidav.tree.types import NODE_COLUMNS, NodeInfo
+
+log = logging.getLogger("oxidav.authz")
+
+ENVIRON_MOUNTS = "oxidav.authz.mounts"
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One share as the recipient sees it: ``name`` in their mount folder, the owner's node."""
+
+    name: str
+    node: NodeInfo
+    owner: str
+
+
+@dataclass(frozen=True)
+class MountTable:
+    """The mounts of one user, all in the folder at tree path ``folder``."""
+
+    user_id: int
+    username: str
+    folder: str
+    mounts: tuple[Mount, ...] = ()
+
+    def get(self, name: str) -> Mount | None:
+        """The mount named ``name`` (NFC-normalized) in the mount folder."""
+        wanted = unicodedata.normalize("NFC", name)
+        for mount in self.mounts:
+            if mount.name == wanted:
+                return mount
+        return None
+
+    def is_mount_root(self, node_id: int) -> bool:
+        return any(m.node.id == node_id for m in self.mounts)
+
+    def rolls_up(self, tree_path: str) -> bool:
+        """Whether the user's folder at ``tree_path`` is the mount folder or above it."""
+        return bool(self.mounts) and (
+            tree_path == self.folder or self.folder.startswith(tree_path + "/")
+        )
+
+    def etag(self, own_etag: str) -> str:
+        """The etag of a folder at or above the mount folder: its own and every mount's."""
+        digest = hashlib.blake2b(own_etag.encode(), digest_size=8)
+        for mount in self.mounts:
+            digest.update(f"\0{mount.name}\0{mount.node.id}\0{mount.node.etag}".encode())
+        return digest.hexdigest()
+
+
+def mount_folder(setting: str) -> str:
+    """The tree path of ``Settings.share_folder`` (``""``: the root); ValueError if invalid."""
+    try:
+        return normalize_path(setting.strip() or "/")
+    except InvalidName:
+        raise ValueError(f"invalid share_folder {setting!r}") from None
+
+
+def involves_mounts(folder: str, tree_path: str) -> bool:
+    """Whether a request on the user's ``tree_path`` may need the mount table."""
+    return (
+        tree_path == folder
+        or folder.startswith(tree_path + "/")
+        or tree_path.startswith(folder + "/")
+    )
+
+
+def _candidate(name: str, is_folder: bool, n: int) -> str:
+    """``name`` with `` (n)`` before a file's extension (Nextcloud's collision names)."""
+    if n == 1:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if is_folder or not dot or not stem:
+        return f"{name} ({n})"
+    return f"{stem} ({n}).{ext}"
+
+
+def _stem(name: str, is_folder: bool) -> str:
+    stem, dot, _ = name.rpartition(".")
+    return name if is_folder or not dot or not stem else stem
+
+
+def name_mounts(shared: Sequence[tuple[NodeInfo, str]], taken: set[str]) -> tuple[Mount, ...]:
+    """Mount names for ``shared`` (node, owner) next to the user's own ``taken`` names."""
+    used = set(taken)
+    mounts: list[Mount] = []
+    for node, owner in sorted(shared, key=lambda item: (_base(item[0], item[1]), item[0].id)):
+        base = _base(node, owner)
+        n = 1
+        while (name := _candidate(base, node.is_folder, n)) in used:
+            n += 1
+        used.add(name)
+        mounts.append(Mount(name, node, owner))
+    return tuple(sorted(mounts, key=lambda m: m.name))
+
+
+def _base(node: NodeInfo, owner: str) -> str:
+    return node.name or owner  # a shared root folder is named after its owner
+
+
+class MountService:
+    """Builds a user's ``MountTable`` for one request (see the module docstring)."""
+
+    def __init__(self, db: Database, share_folder: str = "") -> None:
+        self.db = db
+        self.folder = mount_folder(share_folder)
+
+    def table(self, authz: RequestAuthz) -> MountTable:
+        principal = authz.principal
+        me = principal.user_id
+        grants = authz.grant_set()
+        wanted = {
+            rid: owner
+            for (kind, rid), (owner, _role) in grants.roles.items()
+            if kind.is_node and owner != me
+        }
+        empty = MountTable(me, principal.username, self.folder)
+        if not wanted:
+            return empty
+        with self.db.read() as session:
+            shared = _shared_nodes(session, wanted)
+            if not shared:
+                return empty
+            folder = resolve(session, me, self.folder)
+        if folder is None:
+            folder = self._make_folder(me)
+        if folder is None or not folder.is_folder:
+            return empty
+        with self.db.read() as session:
+            taken = _taken_names(session, folder.id, [(n, o) for n, o in shared])
+        return MountTable(me, principal.username, self.folder, name_mounts(shared, taken))
+
+    def _make_folder(self, user_id: int) -> NodeInfo | None:
+        """Create the share folder (and its parents) in the user's tree, as Nextcloud does."""
+        ensure_root(self.db, user_id)
+        parts = self.folder.split("/")[1:]
+        for depth in range(1, len(parts) + 1):
+            path = "/" + "/".join(parts[:depth])
+            try:
+                with self.db.write() as session:
+                    if resolve(session, user_id, path) is None:
+                        make_folder(session, user_id, path)
+            except TreeError as exc:  # made by a concurrent request, or a file is in the way
+                log.info("share folder %r of user %d: %s", path, user_id, exc)
+        with self.db.read() as session:
+            return resolve(session, user_id, self.folder)
+
+
+def _shared_nodes(session: Session, wanted: dict[int, int]) -> list[tuple[NodeInfo, str]]:
+    """The live shared nodes (each of the owner recorded in its grant) and owner names."""
+    rows = session.execute(
+        select(*NODE_COLUMNS, User.username)
+        .join(User, User.id == Node.user_id)
+        .where(Node.id.in_(sorted(wanted)), Node.trashed_at.is_(None))
+    )
+    found: list[tuple[NodeInfo, str]] = []
+    for row in rows:
+        node = NodeInfo.from_row(tuple(row)[:-1])
+        if wanted.get(node.id) == node.user_id:
+            found.append((node, str(row[-1])))
+    return found
+
+
+def _taken_names(
+    session: Session, folder_id: int, shared: Sequence[tuple[NodeInfo, str]]
+) -> set[str]:
+    """The user's own names in the mount folder that a mount's name could collide with."""
+    conditions: list[Any] = []
+    for node, owner in shared:
+        base = _base(node, owner)
+        conditions.append(Node.name == base)
+        conditions.append(Node.name.startswith(_stem(base, node.is_folder) + " (", autoescape=True))
+    stmt = select(Node.name).where(
+        Node.parent_id == folder_id, Node.trashed_at.is_(None), or_(*conditions)
+    )
+    return {str(name) for name in session.scalars(stmt)}
+
+
+def mounts_of(environ: Mapping[str, Any]) -> MountTable | None:
+    """The caller's mount table the authz middleware left for this request, if any."""
+    table = environ.get(ENVIRON_MOUNTS)
+    return table if isinstance(table, MountTable) else None

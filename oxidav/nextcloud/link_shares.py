@@ -1,0 +1,221 @@
+"""Public links in the Nextcloud OCS Share API (``shareType`` 3): create, get, update, delete,
+and their part of the share list.
+
+A link share is a row of ``public_links`` (``oxidav.authz.links``). Its OCS id is
+``LINK_ID_BASE + link id``, so link ids never collide with user/group share ids (grant ids)
+in the one id space the API exposes. Permissions map to the link mode: 1 (read) -> read-only,
+4 (create only) -> upload-only (file drop), read plus any write bit, or ``publicUpload=true``,
+-> read-write (answered as 15). Only the owner of a file or folder may make a link to it (a
+manager's reshare would outlive the manager's grant). The password is never echoed: a
+protected link answers ``"password": "***"`` (Nextcloud sends the hash itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from oxidav.authz import links
+from oxidav.authz.credential_cache import Principal
+from oxidav.authz.links import LinkError, LinkMode
+from oxidav.authz.roles import Role
+from oxidav.db.models.links import PublicLink
+from oxidav.db.models.users import User
+from oxidav.nextcloud.sharing_ops import (
+    CREATE,
+    DELETE,
+    READ,
+    UPDATE,
+    ShareError,
+    ShareService,
+    parse_expiry,
+)
+from oxidav.providers.urls import PUBLIC_SHARE
+from oxidav.tree import get_node
+
+SHARE_LINK = 3
+#: OCS ids of link shares start here (grant ids, the user/group share ids, stay below).
+LINK_ID_BASE = 1_000_000_000
+PASSWORD_SET = "***"
+_MODE_PERMISSIONS = {LinkMode.READ: READ, LinkMode.UPLOAD: CREATE, LinkMode.EDIT: 15}
+
+
+def is_link_id(share_id: int) -> bool:
+    return share_id > LINK_ID_BASE
+
+
+def mode_of(permissions: int | None, public_upload: bool) -> LinkMode:
+    """The link mode a permission bitmask (and Nextcloud's ``publicUpload``) asks for."""
+    if permissions is None:
+        return LinkMode.EDIT if public_upload else LinkMode.READ
+    if permissions == CREATE:
+        return LinkMode.UPLOAD
+    if permissions < 0 or permissions > 31 or not permissions & READ:
+        raise ShareError(400, "Invalid permissions for a public link")
+    if permissions & (UPDATE | CREATE | DELETE) or public_upload:
+        return LinkMode.EDIT
+    return LinkMode.READ
+
+
+def _expiry(text: str | None) -> datetime | links.Keep | None:
+    if text is None:
+        return links.KEEP
+    return parse_expiry(text)
+
+
+@dataclass
+class LinkShares:
+    shares: ShareService
+
+    def create(
+        self,
+        session: Session,
+        principal: Principal,
+        base_url: str,
+        *,
+        path: str,
+        permissions: int | None,
+        public_upload: bool,
+        password: str,
+        expire_date: str,
+        label: str,
+    ) -> dict[str, Any]:
+        node = self.shares.node_at(session, principal, path)
+        self.shares._may_share(session, principal, node, Role.VIEWER)
+        if node.user_id != principal.user_id:
+            raise ShareError(403, "Only the owner can create a public link")
+        if node.path == "":
+            raise ShareError(403, "You cannot share your root folder")
+        try:
+            row = links.create_link(
+                session,
+                node,
+                mode=mode_of(permissions, public_upload),
+                password=password or None,
+                expires_at=parse_expiry(expire_date),
+                label=label,
+                created_by=principal.user_id,
+            )
+        except LinkError as exc:
+            raise ShareError(exc.status, str(exc)) from None
+        return self.render_or_404(session, row, base_url)
+
+    def _visible(self, session: Session, principal: Principal, share_id: int) -> PublicLink:
+        row = session.get(PublicLink, share_id - LINK_ID_BASE)
+        if row is None or principal.user_id not in (row.owner_id, row.created_by):
+            raise ShareError(404, "Wrong share ID, share doesn't exist")
+        return row
+
+    def get(
+        self, session: Session, principal: Principal, share_id: int, base_url: str
+    ) -> dict[str, Any]:
+        return self.render_or_404(session, self._visible(session, principal, share_id), base_url)
+
+    def update(
+        self,
+        session: Session,
+        principal: Principal,
+        share_id: int,
+        base_url: str,
+        *,
+        permissions: int | None,
+        public_upload: bool | None,
+        password: str | None,
+        expire_date: str | None,
+        label: str | None,
+    ) -> dict[str, Any]:
+        row = self._visible(session, principal, share_id)
+        mode = None
+        if permissions is not None or public_upload is not None:
+            mode = mode_of(permissions, bool(public_upload))
+        try:
+            links.update_link(
+                session,
+                row,
+                mode=mode,
+                password=links.KEEP if password is None else password,
+                expires_at=_expiry(expire_date),
+                label=label,
+            )
+        except LinkError as exc:
+            raise ShareError(exc.status, str(exc)) from None
+        return self.render_or_404(session, row, base_url)
+
+    def delete(self, session: Session, principal: Principal, share_id: int) -> None:
+        row = self._visible(session, principal, share_id)
+        session.delete(row)
+
+    def list_links(
+        self, session: Session, principal: Principal, base_url: str, node_id: int | None
+    ) -> list[dict[str, Any]]:
+        stmt = select(PublicLink).where(
+            (PublicLink.owner_id == principal.user_id)
+            | (PublicLink.created_by == principal.user_id)
+        )
+        if node_id is not None:
+            stmt = stmt.where(PublicLink.resource_id == node_id)
+        rendered = (self.render(session, row, base_url) for row in session.scalars(stmt))
+        return [share for share in rendered if share is not None]
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    def render_or_404(self, session: Session, row: PublicLink, base_url: str) -> dict[str, Any]:
+        share = self.render(session, row, base_url)
+        if share is None:
+            raise ShareError(404, "Wrong share ID, share doesn't exist")
+        return share
+
+    def render(self, session: Session, row: PublicLink, base_url: str) -> dict[str, Any] | None:
+        """Nextcloud's share object of a link; None when its node is gone or trashed."""
+        node = get_node(session, row.resource_id)
+        if node is None or node.user_id != row.owner_id:
+            return None
+        names = dict(
+            session.execute(
+                select(User.id, User.username).where(
+                    User.id.in_([row.owner_id, row.created_by or row.owner_id])
+                )
+            ).all()
+        )
+        owner = names.get(row.owner_id, "")
+        initiator = names.get(row.created_by or row.owner_id, owner)
+        expiration = None
+        if row.expires_at is not None:
+            last_day = (row.expires_at - timedelta(seconds=1)).date()
+            expiration = f"{last_day.isoformat()} 00:00:00"
+        password = PASSWORD_SET if row.password_hash else None
+        return {
+            "id": str(LINK_ID_BASE + row.id),
+            "share_type": SHARE_LINK,
+            "uid_owner": initiator,
+            "displayname_owner": initiator,
+            "uid_file_owner": owner,
+            "displayname_file_owner": owner,
+            "permissions": _MODE_PERMISSIONS[LinkMode(row.mode)],
+            "can_edit": True,
+            "can_delete": True,
+            "stime": int(row.created_at.timestamp()),
+            "parent": None,
+            "expiration": expiration,
+            "token": row.token,
+            "url": f"{base_url}{PUBLIC_SHARE}/{row.token}",
+            "path": node.path or "/",
+            "item_type": "folder" if node.is_folder else "file",
+            "mimetype": "httpd/unix-directory" if node.is_folder else node.mime_type,
+            "item_source": node.id,
+            "file_source": node.id,
+            "file_parent": node.parent_id,
+            "file_target": "/" + node.name,
+            "share_with": password,
+            "share_with_displayname": "(Shared link)",
+            "password": password,
+            "send_password_by_talk": False,
+            "mail_send": 0,
+            "hide_download": 0,
+            "note": "",
+            "label": row.label,
+        }

@@ -1,0 +1,194 @@
+"""Shared calendars and address books as they appear in the recipient's home (CalDAV, CardDAV).
+
+A collection alice shared with bob appears in bob's home as its own collection, named as
+Nextcloud names it (``<uri>_shared_by_<owner>``), served from alice's data: its objects, its
+sync token, its properties. Whether bob may see or change it is asked of
+``oxidav.authz.collections`` on every request; this module only turns the answer into DAV:
+
+- ``shared_name`` / ``parse_shared_name``: the member name in the recipient's home;
+- ``SharedState``: the answer for one collection (the ``Reach``) and what follows from it for
+  DAV — ``current-user-privilege-set`` (RFC 3744 §5.4: read-only shares list only read
+  privileges; read-write ones add ``write-content``, ``bind`` and ``unbind``), the sharing
+  properties (``CS:shared-url``, ``CS:invite``, ``DAV:share-access``, ``OC:owner-principal``) and
+  ``require``, which refuses a write with 403 and an RFC 3744 §7.1.1 ``DAV:need-privileges``
+  body (or 404 when nothing reaches the collection any more).
+
+The recipient cannot change the owner's collection properties through a share (PROPPATCH is
+refused with ``need-privileges``, and ``write-properties`` is never listed); DELETE of the
+shared collection removes it from the recipient's home (``CollectionAccess.decline``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
+
+from oxidav.authz.collections import CollectionAccess, Reach, SharedCollections
+from oxidav.authz.decision import Decision
+from oxidav.authz.roles import Action
+from oxidav.providers.dav_xml import CS, href_element
+from oxidav.providers.urls import principal_href
+
+SHARED_BY = "_shared_by_"
+OWNCLOUD_NS = "http://owncloud.org/ns"
+
+SHARED = CS + "shared"
+SHARED_URL = CS + "shared-url"
+INVITE = CS + "invite"
+SHARE_ACCESS = "{DAV:}share-access"
+OWNER_PRINCIPAL = f"{{{OWNCLOUD_NS}}}owner-principal"
+
+READ = "{DAV:}read"
+READ_ACL_SELF = "{DAV:}read-current-user-privilege-set"
+WRITE_CONTENT = "{DAV:}write-content"
+WRITE_PROPERTIES = "{DAV:}write-properties"
+BIND = "{DAV:}bind"
+UNBIND = "{DAV:}unbind"
+
+#: The privilege each member action needs (RFC 3744 §3.3, §3.9, §3.10).
+MEMBER_PRIVILEGE = {Action.WRITE: WRITE_CONTENT, Action.CREATE: BIND, Action.DELETE: UNBIND}
+
+
+def shared_name(uri: str, owner: str) -> str:
+    """The member name of ``owner``'s collection ``uri`` in a recipient's home."""
+    return f"{uri}{SHARED_BY}{owner}"
+
+
+def parse_shared_name(name: str) -> tuple[str, str] | None:
+    """(uri, owner) of a shared member name, or None if ``name`` is not one."""
+    uri, sep, owner = name.rpartition(SHARED_BY)
+    if not sep or not uri or not owner:
+        return None
+    return uri, owner
+
+
+def need_privileges(href: str, privilege: str) -> DAVErrorCondition:
+    """The ``DAV:need-privileges`` body of a 403 (RFC 3744 §7.1.1) for one resource.
+
+    WsgiDAV accepts only a plain ``DAVErrorCondition`` (its constructor checks the exact
+    type) whose body is a flat list of hrefs, so this one builds its own body."""
+    cond = DAVErrorCondition("{DAV:}need-privileges")
+
+    def as_xml() -> etree._Element:
+        error = etree.Element("{DAV:}error", nsmap={"d": "DAV:"})
+        resource = etree.SubElement(
+            etree.SubElement(error, "{DAV:}need-privileges"), "{DAV:}resource"
+        )
+        etree.SubElement(resource, "{DAV:}href").text = href
+        etree.SubElement(etree.SubElement(resource, "{DAV:}privilege"), privilege)
+        return error
+
+    cond.as_xml = as_xml
+    return cond
+
+
+def refusal(decision: Decision, href: str, privilege: str) -> DAVError:
+    """The error of a denied write: 404 when nothing reaches the collection, else 403 with
+    ``need-privileges`` naming ``privilege`` on ``href``."""
+    if decision.status == HTTP_NOT_FOUND:
+        return DAVError(HTTP_NOT_FOUND)
+    return DAVError(HTTP_FORBIDDEN, decision.reason, err_condition=need_privileges(href, privilege))
+
+
+@dataclass(frozen=True)
+class SharedState:
+    """What a shared collection knows of its share: the reach, the owner, where it lives."""
+
+    reach: Reach
+    owner_name: str
+    #: The owner's URL of the collection (CS:shared-url).
+    owner_href: str
+    #: Privileges every principal holds here besides read (CALDAV:read-free-busy).
+    extra_read: tuple[str, ...] = ()
+
+    @property
+    def privileges(self) -> tuple[str, ...]:
+        """DAV:current-user-privilege-set of the collection and of its objects."""
+        granted = [READ, READ_ACL_SELF, *self.extra_read]
+        granted += [p for action, p in MEMBER_PRIVILEGE.items() if self.reach.may(action)]
+        return tuple(granted)
+
+    def properties(
+        self, environ: dict[str, Any], display_name: Callable[[str], str]
+    ) -> dict[str, Callable[[], Any]]:
+        """The sharing properties; ``display_name(user)`` gives a user's common name."""
+        return {
+            SHARED_URL: lambda: href_element(SHARED_URL, self.owner_href),
+            INVITE: lambda: self._invite(environ, display_name),
+            SHARE_ACCESS: self._share_access,
+            OWNER_PRINCIPAL: lambda: _text(
+                OWNER_PRINCIPAL, principal_href(self.owner_name).strip("/")
+            ),
+        }
+
+    def _share_access(self) -> etree._Element:
+        element = etree.Element(SHARE_ACCESS)
+        etree.SubElement(element, "{DAV:}read-write" if self.reach.writable else "{DAV:}read")
+        return element
+
+    def _invite(
+        self, environ: dict[str, Any], display_name: Callable[[str], str]
+    ) -> etree._Element:
+        """CS:invite as CalendarServer answers it to a sharee: the organizer and this user."""
+        invite = etree.Element(INVITE)
+        organizer = etree.SubElement(invite, CS + "organizer")
+        etree.SubElement(organizer, "{DAV:}href").text = principal_href(self.owner_name)
+        _text(CS + "common-name", display_name(self.owner_name), organizer)
+        user = str(environ.get("wsgidav.auth.user_name") or "")
+        if user:
+            entry = etree.SubElement(invite, CS + "user")
+            etree.SubElement(entry, "{DAV:}href").text = principal_href(user)
+            _text(CS + "common-name", display_name(user), entry)
+            etree.SubElement(entry, CS + "invite-accepted")
+            access = etree.SubElement(entry, CS + "access")
+            etree.SubElement(access, CS + ("read-write" if self.reach.writable else "read"))
+        return invite
+
+    def require(
+        self, shares: SharedCollections, environ: dict[str, Any], action: Action, href: str
+    ) -> None:
+        """Raise the refusal unless the principal may do ``action`` on an object of this
+        collection (asked again, so a share revoked since the lookup is honoured)."""
+        access = shares.for_request(environ)
+        decision = (
+            access.check_member(action, self.reach.resource)
+            if isinstance(access, CollectionAccess)
+            else Decision(False, HTTP_NOT_FOUND, "not authenticated")
+        )
+        if not decision.allowed:
+            raise refusal(decision, href, MEMBER_PRIVILEGE.get(action, WRITE_CONTENT))
+
+    def refuse_proppatch(self, href: str) -> DAVError:
+        """PROPPATCH of a shared collection: its properties are the owner's."""
+        return DAVError(
+            HTTP_FORBIDDEN,
+            "the properties of a shared collection belong to its owner",
+            err_condition=need_privileges(href, WRITE_PROPERTIES),
+        )
+
+
+def decline_share(
+    shares: SharedCollections, environ: dict[str, Any], share: SharedState, href: str
+) -> None:
+    """DELETE of a shared collection by its recipient: the share leaves their home (their own
+    grants are revoked); refused with 403 (``unbind`` on the home) while a group grant still
+    reaches it."""
+    access = shares.for_request(environ)
+    decision = (
+        access.decline(share.reach.resource)
+        if isinstance(access, CollectionAccess)
+        else Decision(False, HTTP_NOT_FOUND, "not authenticated")
+    )
+    if not decision.allowed:
+        home = href.rstrip("/").rsplit("/", 1)[0] + "/"
+        raise refusal(decision, home, UNBIND)
+
+
+def _text(tag: str, text: str, parent: etree._Element | None = None) -> etree._Element:
+    element = etree.Element(tag) if parent is None else etree.SubElement(parent, tag)
+    element.text = text
+    return element
