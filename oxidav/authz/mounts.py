@@ -22,6 +22,11 @@ with their owners' names and one finds which candidate names are taken (plus one
 share folder when it is not the root). Nothing is cached across requests, so a revocation, a
 rename or a trashed share shows on the very next request.
 
+A user with no mount at all is remembered as such for ``NO_MOUNTS_SECONDS`` (the common case:
+most users hold no share, and most requests then skip even the generation read). This can only
+delay a *new* share's appearance in another process by that long; it never lets anything
+through, and a grant made in this process shows at once (``generation.local_changes``).
+
 **Etag roll-up.** The folder holding the mounts and each of its ancestors answer with an etag
 combined from their own and every mount's (name, id, etag): a change anywhere inside a share
 rolls up to the owner's shared node, and from there into the recipient's folders, so sync
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +47,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from oxidav.authz.engine import RequestAuthz
+from oxidav.authz.generation import local_changes
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
@@ -50,6 +57,9 @@ from oxidav.tree.types import NODE_COLUMNS, NodeInfo
 log = logging.getLogger("oxidav.authz")
 
 ENVIRON_MOUNTS = "oxidav.authz.mounts"
+#: How long "this user has no mounts" is remembered (see the module docstring).
+NO_MOUNTS_SECONDS = 2.0
+_NO_MOUNTS_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +161,26 @@ class MountService:
     def __init__(self, db: Database, share_folder: str = "") -> None:
         self.db = db
         self.folder = mount_folder(share_folder)
+        # user id -> (generation.local_changes() when seen, monotonic deadline)
+        self._no_mounts: dict[int, tuple[int, float]] = {}
 
     def table(self, authz: RequestAuthz) -> MountTable:
+        principal = authz.principal
+        me = principal.user_id
+        empty = MountTable(me, principal.username, self.folder)
+        seen = self._no_mounts.get(me)
+        if seen is not None and seen[0] == local_changes() and time.monotonic() < seen[1]:
+            return empty
+        table = self._read_table(authz, empty)
+        if table.mounts:
+            self._no_mounts.pop(me, None)
+        else:
+            if len(self._no_mounts) >= _NO_MOUNTS_MAX:
+                self._no_mounts.clear()
+            self._no_mounts[me] = (local_changes(), time.monotonic() + NO_MOUNTS_SECONDS)
+        return table
+
+    def _read_table(self, authz: RequestAuthz, empty: MountTable) -> MountTable:
         principal = authz.principal
         me = principal.user_id
         grants = authz.grant_set()
@@ -161,7 +189,6 @@ class MountService:
             for (kind, rid), (owner, _role) in grants.roles.items()
             if kind.is_node and owner != me
         }
-        empty = MountTable(me, principal.username, self.folder)
         if not wanted:
             return empty
         with self.db.read() as session:

@@ -344,3 +344,14 @@ def test_bulk_and_chunked_uploads_onto_a_file_mount(server: LiveServer, role: Ro
     assert bob(server, "GET", BOB + "/b.txt") == 404  # the sibling stays out of reach
     assert _bulk_as_bob(server, "/b.txt", b"own")["error"] is False  # bob's own /b.txt
     assert server.request("GET", ALICE + "/Shared/b.txt").body == b"beta"
+
+
+def test_a_new_share_shows_on_the_next_request_after_an_empty_listing(
+    server: LiveServer,
+) -> None:
+    """"bob has no mounts" is remembered briefly, but a grant made in this process drops it."""
+    assert f"{BOB}/Shared/" not in listing(server, BOB + "/")
+    assert bob(server, "GET", BOB + "/Shared/a.txt") == 404
+    share(server, "files/alice/Shared", Role.VIEWER)
+    assert f"{BOB}/Shared/" in listing(server, BOB + "/")
+    assert server.request("GET", BOB + "/Shared/a.txt", user="bob").body == b"alpha"
