@@ -40,6 +40,12 @@ class Settings:
     #: Folder of the size-bounded local cache in front of a remote blob store; empty: none.
     blob_cache: str = ""
     blob_cache_bytes: int = 1 << 30
+    #: FastCDC chunk sizes in bytes (min / avg / max; the mean chunk is about avg + min). They
+    #: decide every chunk boundary: content ingested with other values no longer deduplicates
+    #: against older content (nothing breaks). ``python -m bench blobs_chunk_params`` chose them.
+    blob_chunk_min: int = 256 << 10
+    blob_chunk_avg: int = 1 << 20
+    blob_chunk_max: int = 4 << 20
     #: Base64 AES-256 keys; the first encrypts new blobs, all of them decrypt.
     encryption_keys: tuple[str, ...] = ()
     #: Password of the ``admin`` user created on an empty database; empty: random, printed.
@@ -112,6 +118,17 @@ def _validate(settings: Settings) -> None:
         ("port", 0 <= settings.port <= 65535, "must be between 0 and 65535"),
         ("threads", 1 <= settings.threads <= 1024, "must be between 1 and 1024"),
         ("blob_cache_bytes", settings.blob_cache_bytes > 0, "must be positive"),
+        (
+            "blob_chunk_min",
+            64 <= settings.blob_chunk_min <= min(settings.blob_chunk_avg, 1 << 20),
+            "must be between 64 and min(blob_chunk_avg, 1 MiB)",
+        ),
+        (
+            "blob_chunk_avg",
+            256 <= settings.blob_chunk_avg <= settings.blob_chunk_max,
+            "must be between 256 and blob_chunk_max",
+        ),
+        ("blob_chunk_max", 1024 <= settings.blob_chunk_max <= 4 << 20, "must be 1 KiB to 4 MiB"),
         ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
         ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),

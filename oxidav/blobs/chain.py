@@ -15,6 +15,7 @@ import blake3
 from sqlalchemy.orm import Session
 
 from oxidav.blobs import catalog
+from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkParams
 from oxidav.blobs.ingest import Ingest, StoredContent
 from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.reader import ContentReader
@@ -30,15 +31,21 @@ class BlobChain:
     Thread-safe: every call uses its own short sessions; the store is shared.
     """
 
-    def __init__(self, db: Database, store: BlobStore) -> None:
+    def __init__(
+        self, db: Database, store: BlobStore, chunk_params: ChunkParams = DEFAULT_CHUNK_PARAMS
+    ) -> None:
         self.db = db
         self.store = store
+        self.chunk_params = chunk_params
 
     @classmethod
     def from_settings(cls, settings: Settings, db: Database) -> BlobChain:
         """The chain configured by ``settings``: ``blob_store`` URL, ``blob_cache`` and
-        ``blob_cache_bytes``, ``encryption_keys``."""
-        return cls(db, store_from_settings(settings))
+        ``blob_cache_bytes``, ``encryption_keys``, ``blob_chunk_min`` / ``_avg`` / ``_max``."""
+        params = ChunkParams(
+            settings.blob_chunk_min, settings.blob_chunk_avg, settings.blob_chunk_max
+        )
+        return cls(db, store_from_settings(settings), params)
 
     def close(self) -> None:
         self.store.close()
@@ -61,7 +68,7 @@ class BlobChain:
         manifest is visible. Memory stays flat. The empty content is valid (no chunks).
         ``md5=True`` also computes the MD5 of the content (``StoredContent.md5``).
         """
-        return Ingest(self.db, self.store).run(source, expected_length, md5)
+        return Ingest(self.db, self.store, self.chunk_params).run(source, expected_length, md5)
 
     def concat(self, manifest_hashes: Sequence[str]) -> StoredContent:
         """A manifest whose chunks are those of ``manifest_hashes``, in order (Nextcloud chunked

@@ -19,10 +19,48 @@ from typing import BinaryIO, cast
 import blake3
 from pyfastcdc import FastCDC
 
-#: FastCDC parameters (pyfastcdc: the mean chunk is about ``CDC_AVG + CDC_MIN``).
-CDC_MIN = 64 * 1024
-CDC_AVG = 256 * 1024
-CDC_MAX = 1024 * 1024
+#: Default FastCDC parameters (pyfastcdc: the mean chunk is about ``CDC_AVG + CDC_MIN``), chosen
+#: by ``python -m bench blobs_chunk_params`` (bench/RESULTS.md, "blobs"): 4x fewer chunk files
+#: than 64K/256K/1M (a file per chunk is what a local disk pays for), a 4 MiB ceiling (one S3
+#: PUT per chunk), and an edit still rewrites only one or two chunks. The settings
+#: ``blob_chunk_min`` / ``_avg`` / ``_max`` override them.
+CDC_MIN = 256 * 1024
+CDC_AVG = 1024 * 1024
+CDC_MAX = 4 * 1024 * 1024
+#: No chunk may exceed this: S3 stores a chunk with one PUT (no multipart), and an ingest keeps
+#: a few chunks in memory.
+CHUNK_SIZE_LIMIT = 4 << 20
+
+
+@dataclass(frozen=True)
+class ChunkParams:
+    """FastCDC parameters: minimum, average (the mean chunk is about ``avg + min``) and maximum
+    chunk size in bytes. Raises ``ValueError`` for values pyfastcdc or the stores cannot use."""
+
+    min_size: int = CDC_MIN
+    avg_size: int = CDC_AVG
+    max_size: int = CDC_MAX
+
+    def __post_init__(self) -> None:
+        if not 64 <= self.min_size <= min(self.avg_size, 1 << 20):
+            raise ValueError(f"chunk min {self.min_size} must be in [64, min(avg, 1 MiB)]")
+        if not 256 <= self.avg_size <= self.max_size:
+            raise ValueError(f"chunk avg {self.avg_size} must be in [256, max]")
+        if not 1024 <= self.max_size <= CHUNK_SIZE_LIMIT:
+            raise ValueError(f"chunk max {self.max_size} must be in [1 KiB, 4 MiB]")
+
+    def __str__(self) -> str:
+        return "/".join(_short(n) for n in (self.min_size, self.avg_size, self.max_size))
+
+
+def _short(n: int) -> str:
+    for unit, shift in (("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+DEFAULT_CHUNK_PARAMS = ChunkParams()
 
 
 class IncompleteContentError(Exception):
@@ -132,9 +170,10 @@ class ChunkedContent:
         source: BinaryIO | Iterable[bytes],
         expected_length: int | None = None,
         md5: bool = False,
+        params: ChunkParams = DEFAULT_CHUNK_PARAMS,
     ) -> None:
         self._source = _Source(source, expected_length, md5)
-        self._cdc = FastCDC(CDC_AVG, min_size=CDC_MIN, max_size=CDC_MAX)
+        self._cdc = FastCDC(params.avg_size, min_size=params.min_size, max_size=params.max_size)
 
     def __iter__(self) -> Iterator[Chunk]:
         source = self._source
@@ -157,16 +196,19 @@ class ChunkedContent:
         return None if self._source.md5 is None else self._source.md5.hexdigest()
 
 
-def chunk_bytes(data: bytes) -> list[Chunk]:
+def chunk_bytes(data: bytes, params: ChunkParams = DEFAULT_CHUNK_PARAMS) -> list[Chunk]:
     """The chunks of an in-memory byte string (tests and tools)."""
-    return list(ChunkedContent([data]))
+    return list(ChunkedContent([data], params=params))
 
 
 __all__ = [
     "CDC_AVG",
     "CDC_MAX",
     "CDC_MIN",
+    "CHUNK_SIZE_LIMIT",
+    "DEFAULT_CHUNK_PARAMS",
     "Chunk",
+    "ChunkParams",
     "ChunkedContent",
     "IncompleteContentError",
     "chunk_bytes",

@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import blake3
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from oxidav.blobs.store import (
     READ_BLOCK,
@@ -56,8 +58,12 @@ class EncryptedBlobStore:
         for key in keys:
             if len(key) != 32:
                 raise ValueError("AES-256 keys are 32 bytes")
+        # Imported here: ``cryptography`` adds ~7 MB to every process that imports the blob
+        # package, and only stores with encryption keys need it.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self.inner = inner
-        self._write_key = AESGCM(keys[0])
+        self._write_key: AESGCM = AESGCM(keys[0])
         self._write_fingerprint = key_fingerprint(keys[0])
         self._read_keys = {key_fingerprint(key): AESGCM(key) for key in keys}
 
@@ -92,6 +98,8 @@ class EncryptedBlobStore:
                 f"blob {key} is encrypted with key {fingerprint.hex()}, which is not among the "
                 f"configured encryption_keys ({', '.join(f.hex() for f in self._read_keys)})"
             )
+        from cryptography.exceptions import InvalidTag
+
         try:
             return cipher.decrypt(nonce, stored[HEADER_SIZE:], stored[:HEADER_SIZE] + key.encode())
         except InvalidTag:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from oxidav.blobs import catalog
-from oxidav.blobs.chunking import ChunkedContent
+from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkedContent, ChunkParams
 from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.store import BlobStore
 from oxidav.db import Database, utcnow
@@ -31,6 +31,9 @@ from oxidav.db import Database, utcnow
 #: A batch (one existence query) closes at this many distinct chunks or bytes.
 BATCH_CHUNKS = 128
 BATCH_BYTES = 16 << 20
+#: The first batch closes sooner, so that writing starts early in a streamed body (with 4 MiB
+#: chunks the chunker already holds up to 8 MiB of it).
+FIRST_BATCH_BYTES = 4 << 20
 #: Chunk bytes submitted to the writers and not yet written, at most (plus one chunk).
 WRITE_AHEAD_BYTES = 16 << 20
 #: A background sync sweep starts after this many unsynced chunk writes.
@@ -140,9 +143,12 @@ class _Writer:
 class Ingest:
     """One ingest run; ``BlobChain.ingest`` makes one per call."""
 
-    def __init__(self, db: Database, store: BlobStore) -> None:
+    def __init__(
+        self, db: Database, store: BlobStore, params: ChunkParams = DEFAULT_CHUNK_PARAMS
+    ) -> None:
         self.db = db
         self.store = store
+        self.params = params
         self._seen: set[str] = set()
         self._writer = _Writer(store)
 
@@ -160,10 +166,11 @@ class Ingest:
         expected_length: int | None = None,
         md5: bool = False,
     ) -> StoredContent:
-        content = ChunkedContent(source, expected_length, md5)
+        content = ChunkedContent(source, expected_length, md5, self.params)
         builder = ManifestBuilder()
         batch: dict[str, bytes] = {}
         batch_bytes = 0
+        batch_limit = FIRST_BATCH_BYTES
         try:
             for chunk in content:
                 builder.add(chunk.digest, len(chunk.data))
@@ -172,9 +179,9 @@ class Ingest:
                     continue
                 batch[key] = chunk.data
                 batch_bytes += len(chunk.data)
-                if len(batch) >= BATCH_CHUNKS or batch_bytes >= BATCH_BYTES:
+                if len(batch) >= BATCH_CHUNKS or batch_bytes >= batch_limit:
                     self._flush(batch, final=False)
-                    batch, batch_bytes = {}, 0
+                    batch, batch_bytes, batch_limit = {}, 0, BATCH_BYTES
             self._flush(batch, final=True)
             self._writer.finish()
         except BaseException:
@@ -210,4 +217,11 @@ class Ingest:
             self._seen.update(keys)
 
 
-__all__ = ["BATCH_BYTES", "BATCH_CHUNKS", "WRITE_AHEAD_BYTES", "Ingest", "StoredContent"]
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_CHUNKS",
+    "FIRST_BATCH_BYTES",
+    "WRITE_AHEAD_BYTES",
+    "Ingest",
+    "StoredContent",
+]

@@ -1,10 +1,25 @@
 """``ContentReader``: a readable, seekable file object over one manifest's chunks.
 
 Chunk lists are read from the database a page at a time (one indexed query finds the chunk that
-holds a byte position), chunks are read whole from the store and checked against their BLAKE3
-name before a single byte is returned — a corrupt or missing chunk raises, it is never served.
-``iter_range`` streams a byte range (an HTTP Range GET) and, on a remote store, fetches the next
-few chunks in parallel while the current one is sent.
+holds a byte position). ``iter_range`` streams a byte range (an HTTP Range GET) and, on a remote
+store, fetches the next few chunks in parallel while the current one is sent.
+
+Integrity policy:
+
+* A chunk read whole — every chunk ``read``/``readinto`` touches, and every chunk ``iter_range``
+  needs at least half of — is checked against its BLAKE3 name and length before a single byte
+  of it is returned: a corrupt or missing chunk raises, it is never served.
+* A range that needs less than half of a chunk (``PARTIAL_BELOW``; the first and last chunk of a
+  small Range GET) reads only those bytes from the store (``get_range``: a positioned read on
+  disk, a ranged GET on S3) and checks only their length (a truncated chunk still raises).
+  Their hash cannot be checked: BLAKE3 covers the whole chunk, and reading and hashing a whole
+  chunk (1.25 MiB on average, up to 4 MiB) to serve 64 KiB costs ~20x the bytes. Bit rot inside
+  such a range would reach that client undetected, as it would from a plain file server; it is
+  caught by the next whole read of the chunk (a full GET, a sync client's download) and by
+  ``oxidav blobs fsck --deep``, which re-hashes every chunk. The encrypted store still
+  authenticates every byte it returns (AES-GCM over the whole blob), and the cache decorator
+  serves ranges from its verified whole copy. No verified-chunk cache is kept: verifying "the
+  first time" would mean reading the whole chunk the first time, which is the cost avoided.
 """
 
 from __future__ import annotations
@@ -25,6 +40,10 @@ from oxidav.db import Database
 #: Manifest entries fetched per database query.
 ENTRY_PAGE = 256
 DEFAULT_BLOCK = 256 * 1024
+#: ``iter_range`` asks for about one manifest entry per this many bytes of the range (plus 2).
+RANGE_PAGE_BYTES = 64 * 1024
+#: A range needing less than this fraction of a chunk reads only its bytes (unhashed).
+PARTIAL_BELOW = 0.5
 
 
 def fetch_chunk(store: BlobStore, entry: ManifestEntry) -> bytes:
@@ -36,6 +55,22 @@ def fetch_chunk(store: BlobStore, entry: ManifestEntry) -> bytes:
             f"chunk {entry.chunk_hash} is corrupt (read {len(data)} bytes, expected {entry.size})"
         )
     return data
+
+
+def fetch_part(store: BlobStore, entry: ManifestEntry, lo: int, hi: int) -> bytes:
+    """Bytes ``[lo, hi)`` of the chunk of ``entry`` (offsets within the chunk). Less than
+    ``PARTIAL_BELOW`` of the chunk is read alone and length-checked; more, the whole chunk is
+    read and verified (``fetch_chunk``). See the module docstring for the policy."""
+    if (hi - lo) >= entry.size * PARTIAL_BELOW:
+        data = fetch_chunk(store, entry)
+        return data if lo == 0 and hi == entry.size else data[lo:hi]
+    part = b"".join(store.get_range(entry.chunk_hash, lo, hi, max(hi - lo, 1)))
+    if len(part) != hi - lo:
+        raise BlobIntegrityError(
+            f"chunk {entry.chunk_hash} is truncated (bytes {lo}-{hi} of {entry.size} asked, "
+            f"{len(part)} read)"
+        )
+    return part
 
 
 class ContentReader(io.RawIOBase):
@@ -181,11 +216,13 @@ class ContentReader(io.RawIOBase):
         return self._page[0]
 
     def _entries(self, start: int, end: int) -> Iterator[ManifestEntry]:
-        """The entries overlapping ``[start, end)``, a page per query."""
+        """The entries overlapping ``[start, end)``, a page per query (a small range asks for
+        a few entries, not a whole page: a Range GET of 64 KiB needs one or two)."""
         position = start
         while position < end:
+            limit = min(ENTRY_PAGE, 2 + (end - position) // RANGE_PAGE_BYTES)
             with self.db.read() as session:
-                page = catalog.entries_from(session, self.manifest_hash, position, ENTRY_PAGE)
+                page = catalog.entries_from(session, self.manifest_hash, position, limit)
             if not page:
                 raise BlobIntegrityError(
                     f"manifest {self.manifest_hash} has no chunk for byte {position}"
@@ -209,35 +246,38 @@ class ContentReader(io.RawIOBase):
         end = min(end_exclusive, self.size)
         if start >= end:
             return
-        for entry, data in self._fetch_ahead(self._entries(start, end)):
-            lo = max(start, entry.start) - entry.start
-            hi = min(end, entry.start + entry.size) - entry.start
+        for data in self._fetch_ahead(self._parts(start, end)):
+            if len(data) <= block:
+                yield data
+                continue
             view = memoryview(data)
-            for offset in range(lo, hi, block):
-                yield bytes(view[offset : min(hi, offset + block)])
+            for offset in range(0, len(data), block):
+                yield bytes(view[offset : offset + block])
 
-    def _fetch_ahead(
-        self, entries: Iterator[ManifestEntry]
-    ) -> Iterator[tuple[ManifestEntry, bytes]]:
+    def _parts(self, start: int, end: int) -> Iterator[tuple[ManifestEntry, int, int]]:
+        """(entry, lo, hi): the part ``[lo, hi)`` of each chunk that ``[start, end)`` needs."""
+        for entry in self._entries(start, end):
+            lo = max(start, entry.start) - entry.start
+            yield entry, lo, min(end, entry.start + entry.size) - entry.start
+
+    def _fetch_ahead(self, parts: Iterator[tuple[ManifestEntry, int, int]]) -> Iterator[bytes]:
         ahead = self.store.concurrency
         if ahead <= 1:
-            for entry in entries:
-                yield entry, fetch_chunk(self.store, entry)
+            for entry, lo, hi in parts:
+                yield fetch_part(self.store, entry, lo, hi)
             return
         pool = self._executor()
-        window: collections.deque[tuple[ManifestEntry, Future[bytes]]] = collections.deque()
+        window: collections.deque[Future[bytes]] = collections.deque()
         try:
-            for entry in entries:
-                window.append((entry, pool.submit(fetch_chunk, self.store, entry)))
+            for entry, lo, hi in parts:
+                window.append(pool.submit(fetch_part, self.store, entry, lo, hi))
                 if len(window) > ahead:
-                    first, future = window.popleft()
-                    yield first, future.result()
+                    yield window.popleft().result()
             while window:
-                first, future = window.popleft()
-                yield first, future.result()
+                yield window.popleft().result()
         finally:
-            for _entry, future in window:
+            for future in window:
                 future.cancel()
 
 
-__all__ = ["ContentReader", "fetch_chunk"]
+__all__ = ["PARTIAL_BELOW", "ContentReader", "fetch_chunk", "fetch_part"]

@@ -22,6 +22,7 @@ class RecordingStore:
         self.puts: list[str] = []
         self.put_bytes = 0
         self.gets: list[str] = []
+        self.ranges: list[tuple[str, int, int]] = []
         self.synced: list[str] = []
         self._lock = threading.Lock()
         self.fail_put_after: int | None = None
@@ -35,6 +36,7 @@ class RecordingStore:
         with self._lock:
             self.puts.clear()
             self.gets.clear()
+            self.ranges.clear()
             self.synced.clear()
             self.put_bytes = 0
 
@@ -66,6 +68,8 @@ class RecordingStore:
         return self.inner.get(key)
 
     def get_range(self, key: str, start: int, end: int, block: int = READ_BLOCK) -> Iterator[bytes]:
+        with self._lock:
+            self.ranges.append((key, start, end))
         return self.inner.get_range(key, start, end, block)
 
     def exists(self, key: str) -> bool:

@@ -73,9 +73,10 @@ def test_shared_chunks_are_kept(chain: BlobChain, database: Database, local_stor
 def test_crash_leftovers_are_collected_later(
     chain: BlobChain, database: Database, local_store
 ) -> None:
-    data = random_bytes(30_000_000, seed=3)
+    data = random_bytes(60_000_000, seed=3)
+    # Past the first batch (16 MiB) plus the chunker's read-ahead (2 x max chunk).
     with pytest.raises(OSError):
-        chain.ingest(make_source(list(pieces(data, 1 << 20)), fail_after=20)())
+        chain.ingest(make_source(list(pieces(data, 1 << 20)), fail_after=40)())
     assert manifest_count(database) == 0
     leftovers = stored_keys(local_store)
     assert leftovers
@@ -100,7 +101,7 @@ def test_ingest_intent_protects_chunks_from_gc(
 ) -> None:
     # The rows an unfinished ingest registered are fresh: a gc with a grace period skips them.
     with pytest.raises(OSError):
-        chain.ingest(make_source(list(pieces(random_bytes(30_000_000), 1 << 20)), fail_after=20)())
+        chain.ingest(make_source(list(pieces(random_bytes(60_000_000), 1 << 20)), fail_after=40)())
     assert stored_keys(local_store)
     assert collect_garbage(database, local_store, 60).chunks_removed == 0
 

@@ -7,10 +7,12 @@ import random
 
 import pytest
 
-from oxidav.blobs import BlobChain, BlobIntegrityError, BlobNotFoundError
+from oxidav.blobs import BlobChain, BlobIntegrityError, BlobNotFoundError, LocalBlobStore, catalog
+from oxidav.blobs.chunking import ChunkParams
+from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.reader import ENTRY_PAGE
 
-from .support import pieces, random_bytes
+from .support import RecordingStore, pieces, random_bytes
 
 DATA = random_bytes(5_000_000, seed=11)
 
@@ -75,9 +77,11 @@ def test_iter_range(chain: BlobChain, stored: str) -> None:
 
 
 def test_many_chunks_span_entry_pages(chain: BlobChain) -> None:
-    # More chunks than one page of entries.
+    # More chunks than one page of entries (small chunks: the default sizes would need GiBs).
+    small = BlobChain(chain.db, chain.store, ChunkParams(32 << 10, 64 << 10, 128 << 10))
     data = b"".join(random_bytes(70_000, seed=i) + bytes(70_000) for i in range(ENTRY_PAGE))
-    manifest = chain.ingest(pieces(data, 1 << 20)).manifest_hash
+    manifest = small.ingest(pieces(data, 1 << 20)).manifest_hash
+    assert len(list(catalog.iter_entries(chain.db, manifest))) > ENTRY_PAGE
     with chain.open(manifest) as reader:
         assert b"".join(reader.iter_range(0, len(data), 1 << 20)) == data
         reader.seek(len(data) - 1000)
@@ -106,3 +110,64 @@ def test_closed_reader(chain: BlobChain, stored: str) -> None:
     reader.close()
     with pytest.raises(ValueError):
         reader.read(1)
+
+
+@pytest.fixture
+def recorded(chain: BlobChain) -> tuple[BlobChain, RecordingStore, str]:
+    store = RecordingStore(chain.store)
+    rchain = BlobChain(chain.db, store)
+    return rchain, store, rchain.ingest(pieces(DATA, 1 << 20)).manifest_hash
+
+
+def _big_entry(chain: BlobChain, manifest: str) -> ManifestEntry:
+    return max(catalog.iter_entries(chain.db, manifest), key=lambda e: e.size)
+
+
+def test_small_range_reads_only_its_bytes(
+    recorded: tuple[BlobChain, RecordingStore, str],
+) -> None:
+    """A 64 KiB range inside one chunk reads those 64 KiB from the store, not the chunk."""
+    rchain, store, manifest = recorded
+    entry = _big_entry(rchain, manifest)
+    assert entry.size >= 4 * 65_536
+    start = entry.start + entry.size // 3
+    store.reset()
+    with rchain.open(manifest) as reader:
+        got = b"".join(reader.iter_range(start, start + 65_536, 16_384))
+    assert got == DATA[start : start + 65_536]
+    assert store.gets == []
+    assert store.ranges == [(entry.chunk_hash, start - entry.start, start - entry.start + 65_536)]
+    # A range across a chunk boundary: a part of each chunk, still only the bytes asked.
+    store.reset()
+    end = entry.start + entry.size
+    with rchain.open(manifest) as reader:
+        got = b"".join(reader.iter_range(end - 1000, end + 1000))
+    assert got == DATA[end - 1000 : end + 1000]
+    assert store.gets == [] and [r[2] - r[1] for r in store.ranges] == [1000, 1000]
+
+
+def test_half_a_chunk_or_more_is_read_whole_and_verified(
+    recorded: tuple[BlobChain, RecordingStore, str], local_store: LocalBlobStore
+) -> None:
+    rchain, store, manifest = recorded
+    entry = _big_entry(rchain, manifest)
+    path = local_store.path(entry.chunk_hash)
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF  # outside the range asked below: the whole-chunk hash still catches it
+    path.write_bytes(bytes(raw))
+    store.reset()
+    with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError):
+        list(reader.iter_range(entry.start, entry.start + entry.size // 2))
+    assert store.gets == [entry.chunk_hash] and store.ranges == []
+
+
+def test_truncated_chunk_fails_a_small_range(
+    recorded: tuple[BlobChain, RecordingStore, str], local_store: LocalBlobStore
+) -> None:
+    rchain, _store, manifest = recorded
+    entry = _big_entry(rchain, manifest)
+    path = local_store.path(entry.chunk_hash)
+    path.write_bytes(path.read_bytes()[: entry.size // 3 + 10])
+    start = entry.start + entry.size // 3
+    with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError, match="truncated"):
+        list(reader.iter_range(start, start + 65_536))
