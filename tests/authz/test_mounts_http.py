@@ -349,7 +349,7 @@ def test_bulk_and_chunked_uploads_onto_a_file_mount(server: LiveServer, role: Ro
 def test_a_new_share_shows_on_the_next_request_after_an_empty_listing(
     server: LiveServer,
 ) -> None:
-    """"bob has no mounts" is remembered briefly, but a grant made in this process drops it."""
+    """A user seen without mounts is remembered briefly; a grant made here drops that at once."""
     assert f"{BOB}/Shared/" not in listing(server, BOB + "/")
     assert bob(server, "GET", BOB + "/Shared/a.txt") == 404
     share(server, "files/alice/Shared", Role.VIEWER)
