@@ -124,9 +124,13 @@ class BlobChain:
         with self.db.read() as session:
             return catalog.require_manifest(session, manifest_hash).refcount
 
-    def open(self, manifest_hash: str) -> ContentReader:
-        """A seekable file object over the content. Raises ``ManifestNotFoundError``."""
-        size = self.stat(manifest_hash).size
+    def open(self, manifest_hash: str, size: int | None = None) -> ContentReader:
+        """A seekable file object over the content. Raises ``ManifestNotFoundError``.
+
+        ``size``: the content's size when the caller already holds it (a file node records
+        it), which saves the manifest read; the manifest is then first read by ``read``."""
+        if size is None:
+            size = self.stat(manifest_hash).size
         return ContentReader(self.db, self.store, manifest_hash, size)
 
 

@@ -217,7 +217,7 @@ class FileResource(_NodeResource, DAVNonCollection):  # type: ignore[misc]
         """A seekable reader over the current version (the empty file has no manifest)."""
         if self.node.manifest_hash is None:
             return io.BytesIO(b"")
-        return self.provider.backend.chain.open(self.node.manifest_hash)
+        return self.provider.backend.chain.open(self.node.manifest_hash, self.node.size)
 
 
 class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]

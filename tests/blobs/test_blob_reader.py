@@ -171,3 +171,17 @@ def test_truncated_chunk_fails_a_small_range(
     start = entry.start + entry.size // 3
     with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError, match="truncated"):
         list(reader.iter_range(start, start + 65_536))
+
+
+def test_open_with_a_known_size_reads_the_same_bytes(chain: BlobChain, stored: str) -> None:
+    size = chain.stat(stored).size
+    with chain.open(stored) as looked_up, chain.open(stored, size) as given:
+        assert given.size == looked_up.size == size
+        given.seek(size // 3)
+        looked_up.seek(size // 3)
+        assert given.read(100_000) == looked_up.read(100_000)
+
+
+def test_open_with_a_size_of_a_missing_manifest_fails_on_read(chain: BlobChain) -> None:
+    with chain.open("0" * 64, 10) as reader, pytest.raises(BlobIntegrityError):
+        reader.read(1)
