@@ -15,6 +15,10 @@ VERSION = (28, 0, 4, 1)
 VERSION_STRING = "28.0.4"
 PRODUCT_NAME = "Nextcloud"
 
+#: Permissions of a user or group share created without ``permissions`` (Nextcloud's
+#: ``shareapi_default_permissions``: read, update, create, delete, share).
+DEFAULT_SHARE_PERMISSIONS = 31
+
 #: Checksum algorithms oxidav verifies on upload (``OC-Checksum``), in order of preference.
 CHECKSUM_TYPES = ("SHA1", "MD5", "ADLER32")
 
@@ -56,6 +60,34 @@ def capabilities(bulk_upload: bool = True) -> dict[str, Any]:
             "favorites": True,
             "versioning": False,
         },
+        "files_sharing": sharing_block(),
+    }
+
+
+def sharing_block() -> dict[str, Any]:
+    """``files_sharing``: the OCS Share API with user, group and public-link shares (the
+    clients' share dialogs read it). No federation, no mail, no enforced password or expiry."""
+    off = {"enabled": False}
+    return {
+        "api_enabled": True,
+        "public": {
+            "enabled": True,
+            "password": {"enforced": False, "askForOptionalPassword": False},
+            "expire_date": off,
+            "expire_date_internal": off,
+            "expire_date_remote": off,
+            "multiple_links": True,
+            "send_mail": False,
+            "upload": True,
+            "upload_files_drop": True,
+        },
+        "resharing": True,
+        "user": {"send_mail": False, "expire_date": {"enabled": True}},
+        "group_sharing": True,
+        "group": {"enabled": True, "expire_date": {"enabled": True}},
+        "default_permissions": DEFAULT_SHARE_PERMISSIONS,
+        "federation": {"outgoing": False, "incoming": False, "expire_date": off},
+        "sharebymail": off,
     }
 
 

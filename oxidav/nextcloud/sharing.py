@@ -26,6 +26,7 @@ from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import REALM
 from oxidav.authz.engine import GrantEngine
 from oxidav.nextcloud import ocs
+from oxidav.nextcloud.capabilities import DEFAULT_SHARE_PERMISSIONS
 from oxidav.nextcloud.link_shares import SHARE_LINK, LinkShares, is_link_id
 from oxidav.nextcloud.sharing_ops import ShareError, ShareService
 from oxidav.services import Services
@@ -158,7 +159,7 @@ class SharingApp:
                         path=params.get("path", ""),
                         share_type=_int(params, "shareType", -1) or 0,
                         share_with=params.get("shareWith", ""),
-                        permissions=_int(params, "permissions", 1) or 0,
+                        permissions=_int(params, "permissions", DEFAULT_SHARE_PERMISSIONS) or 0,
                         expire_date=params.get("expireDate", ""),
                     )
             raise ShareError(405, "Method not allowed")

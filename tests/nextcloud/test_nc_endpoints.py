@@ -37,6 +37,9 @@ def test_capabilities_v1_compact_json(live_server: LiveServer) -> None:
     assert "SHA1" in data["capabilities"]["checksums"]["supportedTypes"]
     assert data["capabilities"]["files"]["undelete"] is True
     assert data["capabilities"]["files"]["favorites"] is True
+    sharing = data["capabilities"]["files_sharing"]
+    assert sharing["api_enabled"] is True and sharing["public"]["enabled"] is True
+    assert sharing["default_permissions"] == 31
     assert data["version"]["major"] >= 25
 
 

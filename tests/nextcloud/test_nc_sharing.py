@@ -71,6 +71,13 @@ def test_create_user_share_maps_permissions_to_roles(server: LiveServer) -> None
     assert (doc["data"]["permissions"], doc["data"]["item_type"]) == (19, "file")
 
 
+def test_share_without_permissions_gets_the_advertised_default(server: LiveServer) -> None:
+    """Like Nextcloud: the capabilities' ``default_permissions`` (31) when none are sent."""
+    status, doc = create(server, path="/Shared", shareType=0, shareWith="bob")
+    assert (status, doc["data"]["permissions"]) == (200, 31)
+    assert server.request("PUT", ALICE + "/Shared/new.txt", b"x", user="bob").status == 201
+
+
 def test_create_group_share_reaches_members(server: LiveServer) -> None:
     assert server.services is not None
     with server.services.db.write() as session:
