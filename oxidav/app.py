@@ -119,7 +119,8 @@ def public_link_routes(settings: Settings, services: Services) -> list[tuple[str
     """Router entries of public links: their WebDAV and their ``/s/<token>`` pages."""
     gate = LinkGate(services.db, settings)
     dav = WsgiDAVApp(public_dav_config(settings, services, gate))
-    return [(urls.PUBLIC_WEBDAV, dav), (urls.PUBLIC_SHARE, PublicLinkPages(gate, dav))]
+    pages = PublicLinkPages(gate, dav, services.blobs)
+    return [(urls.PUBLIC_WEBDAV, dav), (urls.PUBLIC_SHARE, pages)]
 
 
 def make_app(settings: Settings, services: Services | None = None) -> WSGIApplication:

@@ -2,7 +2,9 @@
 
 - a file link: ``GET /s/<token>`` and ``GET /s/<token>/download`` download the file;
 - a folder link: ``GET /s/<token>[?path=/sub]`` is a small HTML listing, and
-  ``GET /s/<token>/download?path=/sub/x`` downloads one file of it (no zip of folders);
+  ``GET /s/<token>/download?path=/sub/x`` downloads one file of it, and
+  ``GET /s/<token>/download[?path=/sub]`` on a folder downloads it as a streamed ZIP
+  (``zip_stream``);
 - an upload-only link (file drop): a page saying where to upload (``/public.php/webdav``);
   nothing is listed or downloadable;
 - a password link asks for the password: HTTP Basic (any user name, the link password) or the
@@ -27,9 +29,11 @@ from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.link_middleware import ENVIRON_LINK
 from oxidav.authz.links import LinkMode, LiveLink
+from oxidav.blobs import BlobChain
 from oxidav.nextcloud import public_link_html as html
+from oxidav.nextcloud.zip_stream import zip_folder
 from oxidav.providers.urls import PUBLIC_SHARE, PUBLIC_WEBDAV
-from oxidav.tree import InvalidName, list_children, normalize_path, resolve
+from oxidav.tree import InvalidName, list_children, list_subtree, normalize_path, resolve
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -75,9 +79,10 @@ def _content_disposition(name: str) -> str:
 
 
 class PublicLinkPages:
-    def __init__(self, gate: LinkGate, dav: WSGIApplication) -> None:
+    def __init__(self, gate: LinkGate, dav: WSGIApplication, chain: BlobChain) -> None:
         self.gate = gate
         self.dav = dav
+        self.chain = chain
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         answer = self._route(environ, start_response)
@@ -202,12 +207,34 @@ class PublicLinkPages:
         if not node.is_folder:
             return self._download(environ, start_response, link, rel, node.name)
         if action == "download":
-            text = "Downloading a whole folder is not supported; download its files."
-            return self._answer(start_response, 400, html.message("Not supported", text))
+            return self._zip(environ, start_response, link, node.path, node.name or link.node_name)
         title = link.label or link.node_name or "Shared folder"
         truncated = len(children) > LISTING_LIMIT
         body = html.listing(base, title, rel, children[:LISTING_LIMIT], truncated)
         return self._answer(start_response, 200, body)
+
+    def _zip(
+        self,
+        environ: WSGIEnvironment,
+        start_response: StartResponse,
+        link: LiveLink,
+        folder: str,
+        name: str,
+    ) -> Iterable[bytes]:
+        """The folder at the owner's tree path ``folder`` as a streamed ZIP archive."""
+        with self.gate.db.read() as session:
+            nodes = list_subtree(session, link.owner_id, folder)
+        headers = [
+            ("Content-Type", "application/zip"),
+            ("Content-Disposition", _content_disposition(f"{name or 'download'}.zip")),
+            ("Cache-Control", "no-store"),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+        ]
+        start_response("200 OK", headers)
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            return [b""]
+        return zip_folder(self.chain, folder, nodes)
 
     def _download(
         self,

@@ -7,7 +7,10 @@ tested in ``tests/nextcloud/test_nc_link_shares.py``.
 from __future__ import annotations
 
 import base64
+import io
 import logging
+import random
+import zipfile
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -128,8 +131,36 @@ def test_folder_listing_escapes_names_and_downloads_files(server: LiveServer) ->
     assert "filename*=UTF-8''c.txt" in resp.headers["content-disposition"]
     resp = server.request("GET", f"/s/{token}/download?path=/%3Cb%3E%26.txt", user=None)
     assert (resp.status, resp.body) == (200, b"bee")
-    assert server.request("GET", f"/s/{token}/download?path=/sub", user=None).status == 400
     assert server.request("GET", f"/s/{token}?path=/missing", user=None).status == 404
+
+
+def _zip_entries(body: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:
+        assert archive.testzip() is None
+        return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def test_folder_downloads_as_a_zip_of_its_subtree(server: LiveServer) -> None:
+    token = make_link(server, "/P")
+    big = random.Random(5).randbytes(3 << 20)
+    assert server.request("PUT", ALICE + "/P/sub/big.bin", big).status == 201
+    resp = server.request("GET", f"/s/{token}/download", user=None)
+    assert resp.status == 200 and resp.headers["content-type"] == "application/zip"
+    assert "filename*=UTF-8''P.zip" in resp.headers["content-disposition"]
+    assert _zip_entries(resp.body) == {
+        "<b>&.txt": b"bee",
+        "a.txt": b"alpha",
+        "sub/": b"",
+        "sub/big.bin": big,
+        "sub/c.txt": b"sea",
+    }
+    resp = server.request("GET", f"/s/{token}/download?path=/sub", user=None)
+    assert resp.status == 200
+    assert _zip_entries(resp.body) == {"big.bin": big, "c.txt": b"sea"}
+    head = server.request("HEAD", f"/s/{token}/download", user=None)
+    assert (head.status, head.body) == (200, b"")
+    upload_only = make_link(server, "/P/sub", mode=LinkMode.UPLOAD)
+    assert server.request("GET", f"/s/{upload_only}/download", user=None).status == 403
 
 
 def test_unknown_token_is_404(server: LiveServer) -> None:
