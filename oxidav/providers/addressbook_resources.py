@@ -22,7 +22,6 @@ from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_Protec
 
 from oxidav.authz.collections import CollectionAccess, Reach
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action
 from oxidav.contacts import (
     AddressDataRequest,
     BookExistsError,
@@ -52,9 +51,8 @@ from oxidav.providers.dav_collections import (
     TextObjectResource,
 )
 from oxidav.providers.dav_shared import (
-    SHARED,
+    SharedObjectCollection,
     SharedState,
-    decline_share,
     parse_shared_name,
     shared_name,
 )
@@ -253,7 +251,7 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
             self.info = self.backend.store.update_book(self.info.id, description=text)
 
 
-class SharedAddressBook(AddressBookCollection):
+class SharedAddressBook(SharedObjectCollection[ContactsBackend], AddressBookCollection):
     """Another user's address book in the recipient's home (``<uri>_shared_by_<owner>``):
     the owner's cards, sync token and properties; what the recipient may do follows from
     the grant (``dav_shared.SharedState``)."""
@@ -268,31 +266,7 @@ class SharedAddressBook(AddressBookCollection):
         share: SharedState,
     ) -> None:
         super().__init__(path, environ, backend, owner_name, info)
-        self.share = share
-        self.privileges = share.privileges
-        self.kinds = (ADDRESSBOOK, SHARED)
-
-    def live_properties(self) -> dict[str, Getter]:
-        props = super().live_properties()
-        props.update(self.share.properties(self.environ, self.backend.display_name))
-        return props
-
-    def member_resource(self, row: CardInfo) -> CardResource:
-        resource = super().member_resource(row)
-        resource.privileges = self.privileges
-        return resource
-
-    def require(self, action: Action, href: str) -> None:
-        """Refuse (403 need-privileges, or 404) unless ``action`` on a card is allowed."""
-        self.share.require(self.backend.shares, self.environ, action, href)
-
-    def handle_delete(self) -> bool:
-        """DELETE removes the share from the recipient's home, never the owner's book."""
-        decline_share(self.backend.shares, self.environ, self.share, str(self.get_href()))
-        return True
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise self.share.refuse_proppatch(str(self.get_href()))
+        self.bind_share(share)
 
 
 class CardResource(TextObjectResource):

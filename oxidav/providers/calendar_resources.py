@@ -23,7 +23,6 @@ from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_Protec
 
 from oxidav.authz.collections import CollectionAccess, Reach
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action
 from oxidav.calendars.caldata import CalendarDataRequest, render_calendar_data
 from oxidav.calendars.errors import AlreadyExists, CalendarError, NotFound
 from oxidav.calendars.storage import CalendarInfo, ObjectInfo, StoredObject
@@ -61,9 +60,8 @@ from oxidav.providers.dav_collections import (
     TextObjectResource,
 )
 from oxidav.providers.dav_shared import (
-    SHARED,
+    SharedObjectCollection,
     SharedState,
-    decline_share,
     parse_shared_name,
     shared_name,
 )
@@ -299,7 +297,7 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         return request.properties(self.member_resource(obj), self.floating_tz)
 
 
-class SharedCalendarCollection(CalendarCollection):
+class SharedCalendarCollection(SharedObjectCollection[CalendarBackend], CalendarCollection):
     """Another user's calendar in the recipient's home (``<uri>_shared_by_<owner>``): the
     owner's objects, sync token and properties; what the recipient may do follows from the
     grant (``dav_shared.SharedState``)."""
@@ -314,31 +312,7 @@ class SharedCalendarCollection(CalendarCollection):
         share: SharedState,
     ) -> None:
         super().__init__(path, environ, backend, owner_name, info)
-        self.share = share
-        self.privileges = share.privileges
-        self.kinds = (CALENDAR, SHARED)
-
-    def live_properties(self) -> dict[str, Getter]:
-        props = super().live_properties()
-        props.update(self.share.properties(self.environ, self.backend.display_name))
-        return props
-
-    def member_resource(self, row: ObjectInfo) -> CalendarObjectResource:
-        resource = super().member_resource(row)
-        resource.privileges = self.privileges
-        return resource
-
-    def require(self, action: Action, href: str) -> None:
-        """Refuse (403 need-privileges, or 404) unless ``action`` on an object is allowed."""
-        self.share.require(self.backend.shares, self.environ, action, href)
-
-    def handle_delete(self) -> bool:
-        """DELETE removes the share from the recipient's home, never the owner's calendar."""
-        decline_share(self.backend.shares, self.environ, self.share, str(self.get_href()))
-        return True
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise self.share.refuse_proppatch(str(self.get_href()))
+        self.bind_share(share)
 
 
 class CalendarObjectResource(TextObjectResource):

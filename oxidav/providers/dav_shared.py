@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
@@ -30,6 +30,8 @@ from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVError
 from oxidav.authz.collections import CollectionAccess, Reach, SharedCollections
 from oxidav.authz.decision import Decision
 from oxidav.authz.roles import Action
+from oxidav.providers.dav_collections import Getter, ObjectCollection, TextObjectResource
+from oxidav.providers.dav_users import HomeBackend
 from oxidav.providers.dav_xml import CS, href_element
 from oxidav.providers.urls import principal_href
 
@@ -192,3 +194,42 @@ def _text(tag: str, text: str, parent: etree._Element | None = None) -> etree._E
     element = etree.Element(tag) if parent is None else etree.SubElement(parent, tag)
     element.text = text
     return element
+
+
+HomeT = TypeVar("HomeT", bound=HomeBackend)
+
+
+class SharedObjectCollection(ObjectCollection[HomeT]):
+    """Another user's calendar or address book in the recipient's home
+    (``<uri>_shared_by_<owner>``), mixed in before the collection's own class: the owner's
+    objects, sync token and properties; what the recipient may do follows from the grant."""
+
+    share: SharedState
+
+    def bind_share(self, share: SharedState) -> None:
+        """Make this collection the recipient's view of ``share`` (call from ``__init__``)."""
+        self.share = share
+        self.privileges = share.privileges
+        self.kinds = (*self.kinds, SHARED)
+
+    def live_properties(self) -> dict[str, Getter]:
+        props = super().live_properties()
+        props.update(self.share.properties(self.environ, self.backend.display_name))
+        return props
+
+    def member_resource(self, row: Any) -> TextObjectResource:
+        resource = super().member_resource(row)
+        resource.privileges = self.privileges
+        return resource
+
+    def require(self, action: Action, href: str) -> None:
+        """Refuse (403 need-privileges, or 404) unless ``action`` on an object is allowed."""
+        self.share.require(self.backend.shares, self.environ, action, href)
+
+    def handle_delete(self) -> bool:
+        """DELETE removes the share from the recipient's home, never the owner's collection."""
+        decline_share(self.backend.shares, self.environ, self.share, str(self.get_href()))
+        return True
+
+    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
+        raise self.share.refuse_proppatch(str(self.get_href()))
