@@ -1,11 +1,16 @@
-"""Helpers of the Nextcloud tests: bulk bodies, tree reads through the blob chain, a share."""
+"""Helpers of the Nextcloud tests: bulk bodies, tree reads through the blob chain, a share,
+the OCS Share API and the tree its tests share."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import select
 
+from oxidav.authz import accounts
 from oxidav.authz.grants import Subject, grant
 from oxidav.authz.roles import Role
 from oxidav.authz.targets import resolve_target
@@ -17,6 +22,8 @@ from oxidav.tree.types import NodeInfo
 from tests.support.live import LiveServer
 
 BOUNDARY = "boundary_.oOo._abc123"
+SHARES_V2 = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 def bulk_part(
@@ -79,3 +86,32 @@ def share_photos(live: LiveServer, role: Role) -> tuple[int, int]:
 def used(db: Database, uid: int) -> int:
     with db.read() as session:
         return used_bytes(session, uid)
+
+
+def ocs(
+    server: LiveServer,
+    method: str,
+    url: str,
+    user: str = "alice",
+    params: dict[str, Any] | None = None,
+    query: str = "format=json",
+) -> tuple[int, dict[str, Any]]:
+    """An OCS call with a form body: (HTTP status, the ``ocs`` object of the JSON answer)."""
+    body = urlencode(params) if params is not None else None
+    resp = server.request(method, f"{url}?{query}", body, headers=FORM, user=user)
+    return resp.status, json.loads(resp.body)["ocs"]
+
+
+def sharing_tree(server: LiveServer) -> LiveServer:
+    """alice has /Shared/{a.txt,sub/} and /other.txt; carol exists too."""
+    for method, path, body in (
+        ("MKCOL", "/Shared", None),
+        ("MKCOL", "/Shared/sub", None),
+        ("PUT", "/Shared/a.txt", b"alpha"),
+        ("PUT", "/other.txt", b"other"),
+    ):
+        assert server.request(method, "/remote.php/dav/files/alice" + path, body).status == 201
+    assert server.services is not None
+    accounts.create_user(server.services.db, "carol", "secret", email="carol@example.org")
+    server.users["carol"] = "secret"
+    return server

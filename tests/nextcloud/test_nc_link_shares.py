@@ -3,48 +3,22 @@
 from __future__ import annotations
 
 import base64
-import json
 from datetime import date, timedelta
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 
-from oxidav.authz import accounts
+from tests.nextcloud.nc_helpers import ocs, sharing_tree
 from tests.support.live import LiveServer
 
 V2 = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
 ALICE = "/remote.php/dav/files/alice"
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 @pytest.fixture
 def server(live_server: LiveServer) -> LiveServer:
-    """alice has /Shared/{a.txt,sub/} and /other.txt; carol exists too."""
-    for method, path, body in (
-        ("MKCOL", "/Shared", None),
-        ("MKCOL", "/Shared/sub", None),
-        ("PUT", "/Shared/a.txt", b"alpha"),
-        ("PUT", "/other.txt", b"other"),
-    ):
-        assert live_server.request(method, ALICE + path, body).status == 201
-    assert live_server.services is not None
-    accounts.create_user(live_server.services.db, "carol", "secret")
-    live_server.users["carol"] = "secret"
-    return live_server
-
-
-def ocs(
-    server: LiveServer,
-    method: str,
-    url: str,
-    user: str = "alice",
-    params: dict[str, Any] | None = None,
-    query: str = "format=json",
-) -> tuple[int, dict[str, Any]]:
-    body = urlencode(params) if params is not None else None
-    resp = server.request(method, f"{url}?{query}", body, headers=FORM, user=user)
-    return resp.status, json.loads(resp.body)["ocs"]
+    return sharing_tree(live_server)
 
 
 def create(server: LiveServer, user: str = "alice", **params: Any) -> tuple[int, dict[str, Any]]:
