@@ -53,7 +53,9 @@ from oxidav.providers.dav_collections import (
 from oxidav.providers.dav_shared import (
     SharedObjectCollection,
     SharedState,
+    home_access,
     parse_shared_name,
+    reachable_rows,
     shared_name,
 )
 from oxidav.providers.dav_xml import DISPLAYNAME, element_text
@@ -124,11 +126,7 @@ class AddressBookHome(CardDavCollection):
         return [*own, *self.shared_members(taken)]
 
     def _access(self) -> CollectionAccess | None:
-        """The request's share questions, when the home is the authenticated user's."""
-        access = self.backend.shares.for_request(self.environ)
-        if access is None or access.principal.user_id != self.user_id:
-            return None
-        return access
+        return home_access(self.backend.shares, self.environ, self.user_id)
 
     def shared_members(self, taken: Collection[str] = ()) -> list[SharedAddressBook]:
         """The address books of others shared with this user (one query for all of them;
@@ -136,16 +134,10 @@ class AddressBookHome(CardDavCollection):
         access = self._access()
         if access is None:
             return []
-        reaches = {r.resource.id: r for r in access.reachable(ResourceKind.ADDRESSBOOK)}
-        found = []
-        for info, owner in self.backend.store.books_with_owners(reaches):
-            reach = reaches[info.id]
-            if (
-                reach.resource.owner_id == info.user_id
-                and shared_name(info.uri, owner) not in taken
-            ):
-                found.append(self.shared_resource(info, owner, reach))
-        return found
+        rows = reachable_rows(
+            access, ResourceKind.ADDRESSBOOK, self.backend.store.books_with_owners, taken
+        )
+        return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
 
     def shared_book(self, name: str) -> SharedAddressBook | None:
         """The shared address book called ``name`` in this home, if a grant reaches it."""

@@ -62,7 +62,9 @@ from oxidav.providers.dav_collections import (
 from oxidav.providers.dav_shared import (
     SharedObjectCollection,
     SharedState,
+    home_access,
     parse_shared_name,
+    reachable_rows,
     shared_name,
 )
 from oxidav.providers.dav_users import UserRecord
@@ -114,11 +116,7 @@ class CalendarHome(CalDavCollection):
         return [self.calendar_resource(info) for info in self.calendars()]
 
     def _access(self) -> CollectionAccess | None:
-        """The request's share questions, when the home is the authenticated user's."""
-        access = self.backend.shares.for_request(self.environ)
-        if access is None or access.principal.user_id != self.user.id:
-            return None
-        return access
+        return home_access(self.backend.shares, self.environ, self.user.id)
 
     def shared_members(self, taken: Collection[str] = ()) -> list[SharedCalendarCollection]:
         """The calendars of others shared with this user (one query for all of them; names
@@ -126,14 +124,10 @@ class CalendarHome(CalDavCollection):
         access = self._access()
         if access is None:
             return []
-        reaches = {r.resource.id: r for r in access.reachable(ResourceKind.CALENDAR)}
-        found = []
-        for info, owner in self.backend.store.calendars_with_owners(reaches):
-            reach = reaches[info.id]
-            name = shared_name(info.uri, owner)
-            if reach.resource.owner_id == info.user_id and name not in taken:
-                found.append(self.shared_resource(info, owner, reach))
-        return found
+        rows = reachable_rows(
+            access, ResourceKind.CALENDAR, self.backend.store.calendars_with_owners, taken
+        )
+        return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
 
     def shared_calendar(self, name: str) -> SharedCalendarCollection | None:
         """The shared calendar called ``name`` in this home, if a grant reaches it."""

@@ -20,15 +20,16 @@ shared collection removes it from the recipient's home (``CollectionAccess.decli
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
 
 from oxidav.authz.collections import CollectionAccess, Reach, SharedCollections
 from oxidav.authz.decision import Decision
+from oxidav.authz.resources import ResourceKind
 from oxidav.authz.roles import Action
 from oxidav.providers.dav_collections import Getter, ObjectCollection, TextObjectResource
 from oxidav.providers.dav_users import HomeBackend
@@ -233,3 +234,45 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
 
     def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
         raise self.share.refuse_proppatch(str(self.get_href()))
+
+
+class SharedRow(Protocol):
+    """What a calendar's or address book's row offers for share listings."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def user_id(self) -> int: ...
+
+
+RowT = TypeVar("RowT", bound=SharedRow)
+
+
+def home_access(
+    shares: SharedCollections, environ: dict[str, Any], home_user_id: int
+) -> CollectionAccess | None:
+    """The request's share questions, when the home is the authenticated user's own."""
+    access = shares.for_request(environ)
+    if access is None or access.principal.user_id != home_user_id:
+        return None
+    return access
+
+
+def reachable_rows(
+    access: CollectionAccess,
+    kind: ResourceKind,
+    rows_with_owners: Callable[[Mapping[int, Reach]], Iterable[tuple[RowT, str]]],
+    taken: Collection[str] = (),
+) -> list[tuple[RowT, str, Reach]]:
+    """The collections of others of ``kind`` this principal reaches, with their owners' names
+    and reaches (one query, ``rows_with_owners``, for all of them); a row whose owner is not
+    the one recorded in its grant, or whose shared name ``taken`` already holds, is left out."""
+    reaches = {r.resource.id: r for r in access.reachable(kind)}
+    found = []
+    for info, owner in rows_with_owners(reaches):
+        reach = reaches[info.id]
+        if reach.resource.owner_id == info.user_id and shared_name(info.uri, owner) not in taken:
+            found.append((info, owner, reach))
+    return found
