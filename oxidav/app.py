@@ -4,8 +4,9 @@ The request path of DESIGN §3, outermost first::
 
     AccessLog                       one line per request
     Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
-                                    public links: /s/<token>, /public.php/webdav (its own
-                                    WsgiDAVApp: ErrorPrinter, PublicLinkMiddleware, resolver)
+                                    public links: /s/<token>, /public.php/webdav and
+                                    /public.php/dav/files/<token> (their own WsgiDAVApps:
+                                    ErrorPrinter, PublicLinkMiddleware, resolver)
     WsgiDAVApp                      resolves the provider by path, then its middleware stack:
       ErrorPrinter                  DAVError -> HTTP response
       OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
@@ -25,7 +26,7 @@ from oxidav.access_log import AccessLog
 from oxidav.authz.basic_auth import OxiHTTPAuthenticator
 from oxidav.authz.domain_controller import OxiDomainController
 from oxidav.authz.link_access import LinkGate
-from oxidav.authz.link_middleware import PublicLinkMiddleware
+from oxidav.authz.link_middleware import TOKEN_IN_PATH, PublicLinkMiddleware
 from oxidav.authz.middleware import AuthzMiddleware
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.endpoints import nextcloud_routes
@@ -101,26 +102,42 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
     }
 
 
-def public_dav_config(settings: Settings, services: Services, gate: LinkGate) -> dict[str, Any]:
-    """The WsgiDAV configuration of ``/public.php/webdav``: the same files provider, shown
-    only through the link's ``TreeView``; ``PublicLinkMiddleware`` does authn and authz."""
+def public_dav_config(
+    settings: Settings,
+    services: Services,
+    gate: LinkGate,
+    share: str = urls.PUBLIC_WEBDAV,
+) -> dict[str, Any]:
+    """The WsgiDAV configuration of a public-link WebDAV endpoint (``share``: ``/public.php/
+    webdav``, token in Basic credentials, or ``/public.php/dav/files``, token in the path):
+    the same files provider, shown only through the link's ``TreeView``;
+    ``PublicLinkMiddleware`` does authn and authz."""
     provider = FilesProvider.from_settings(
         settings, services.db, services.blobs, user_from="view", canonical_share=urls.FILES
     )
     return {
         **dav_config(settings, services),
-        "provider_mapping": {urls.PUBLIC_WEBDAV: provider},
+        "provider_mapping": {share: provider},
         "middleware_stack": [ErrorPrinter, PublicLinkMiddleware, OxiRequestResolver],
-        "oxidav": {"links": gate, "services": services},
+        "oxidav": {
+            "links": gate,
+            "services": services,
+            TOKEN_IN_PATH: share == urls.PUBLIC_DAV_FILES,
+        },
     }
 
 
 def public_link_routes(settings: Settings, services: Services) -> list[tuple[str, Any]]:
-    """Router entries of public links: their WebDAV and their ``/s/<token>`` pages."""
+    """Router entries of public links: their two WebDAV endpoints and ``/s/<token>`` pages."""
     gate = LinkGate(services.db, settings)
     dav = WsgiDAVApp(public_dav_config(settings, services, gate))
+    dav_files = WsgiDAVApp(public_dav_config(settings, services, gate, urls.PUBLIC_DAV_FILES))
     pages = PublicLinkPages(gate, dav, services.blobs)
-    return [(urls.PUBLIC_WEBDAV, dav), (urls.PUBLIC_SHARE, pages)]
+    return [
+        (urls.PUBLIC_WEBDAV, dav),
+        (urls.PUBLIC_DAV_FILES, dav_files),
+        (urls.PUBLIC_SHARE, pages),
+    ]
 
 
 def make_app(settings: Settings, services: Services | None = None) -> WSGIApplication:

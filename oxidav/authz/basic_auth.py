@@ -19,10 +19,11 @@ from wsgidav.http_authenticator import HTTPAuthenticator
 log = logging.getLogger("oxidav.auth")
 
 
-def parse_basic_credentials(header: str) -> tuple[str, str]:
+def parse_basic_credentials(header: str, user_required: bool = True) -> tuple[str, str]:
     """Split an ``Authorization: Basic …`` value into user name and password.
 
-    Raises ``ValueError`` with a reason when the value is not valid Basic credentials.
+    Raises ``ValueError`` with a reason when the value is not valid Basic credentials (or,
+    ``user_required``, carries an empty user name).
     """
     scheme, _, value = header.strip().partition(" ")
     if scheme.lower() != "basic":
@@ -36,7 +37,7 @@ def parse_basic_credentials(header: str) -> tuple[str, str]:
     except UnicodeDecodeError:
         text = raw.decode("latin-1")
     user_name, sep, password = text.partition(":")
-    if not sep or not user_name:
+    if not sep or (user_required and not user_name):
         raise ValueError("credentials have no user name or no ':'")
     return user_name, password
 

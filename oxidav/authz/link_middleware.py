@@ -1,12 +1,18 @@
-"""``/public.php/webdav``: authentication and authorization of WebDAV through a public link.
+"""Authentication and authorization of WebDAV through a public link, at both of Nextcloud's
+public WebDAV endpoints:
 
-As in Nextcloud, a client sends HTTP Basic credentials with the link token as user name and the
-link password (empty when there is none) as password. This middleware stands where
-``OxiHTTPAuthenticator`` + ``AuthzMiddleware`` stand in the user DAV stack: it opens the link
-(``LinkGate.open``), asks ``LinkGate.decide`` whether the method may run there, and leaves the
-link's ``TreeView`` in ``environ`` — the files provider below then serves the link's tree,
-exactly as it serves a user's (one WebDAV surface). An unknown, deleted or expired token and a
-wrong password are all 401, so the answer does not tell which tokens exist.
+- ``/public.php/webdav/…``: HTTP Basic credentials carry the link token as user name and the
+  link password (empty when there is none) as password. An unknown, deleted or expired token
+  and a wrong password are all 401, so the answer does not tell which tokens exist.
+- ``/public.php/dav/files/<token>/…`` (Nextcloud 29+, what its web UI and newer clients use):
+  the token is the first path segment; Basic credentials are needed only for a link with a
+  password (the user name is ignored). As in Nextcloud, an unknown token is 404 and a missing or
+  wrong password 401.
+
+This middleware stands where ``OxiHTTPAuthenticator`` + ``AuthzMiddleware`` stand in the user
+DAV stack: it opens the link (``LinkGate.open``), asks ``LinkGate.decide`` whether the method
+may run there, and leaves the link's ``TreeView`` in ``environ`` — the files provider below then
+serves the link's tree, exactly as it serves a user's (one WebDAV surface).
 
 ``/s/<token>`` (``oxidav.nextcloud.public_links``) opens the link itself (password form,
 cookie) and passes the opened link on in ``environ[ENVIRON_LINK]``; such a request skips the
@@ -32,6 +38,8 @@ from oxidav.tree import InvalidName, normalize_path, resolve
 #: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.
 ENVIRON_LINK = "oxidav.links.opened"
 LINK_REALM = "oxidav public link"
+#: ``config["oxidav"][TOKEN_IN_PATH]``: the first path segment below the share is the token.
+TOKEN_IN_PATH = "token_in_path"
 
 
 def _challenge() -> list[tuple[str, str]]:
@@ -53,14 +61,22 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
     def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
         super().__init__(wsgidav_app, next_app, config)
         self.gate: LinkGate = config["oxidav"]["links"]
+        self.token_in_path: bool = config["oxidav"].get(TOKEN_IN_PATH, False)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        link = environ.get(ENVIRON_LINK)
-        if not isinstance(link, LiveLink):
-            link = self._open(environ)
         url_root = environ.get("SCRIPT_NAME", "").rstrip("/")
-        view = self.gate.view(link, url_root)
         path = url_root + environ.get("PATH_INFO", "")
+        link = environ.get(ENVIRON_LINK)
+        if self.token_in_path:
+            token = environ.get("PATH_INFO", "").lstrip("/").split("/", 1)[0]
+            if not token:
+                raise DAVError(404, "a link token is required in the path")
+            url_root = f"{url_root}/{token}"
+            if not isinstance(link, LiveLink):
+                link = self._open_path_token(environ, token)
+        elif not isinstance(link, LiveLink):
+            link = self._open(environ)
+        view = self.gate.view(link, url_root)
         method = environ.get("REQUEST_METHOD", "GET")
         rel_path = path[len(url_root) :]
         raw_destination = environ.get("HTTP_DESTINATION")
@@ -96,6 +112,24 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         environ["wsgidav.auth.realm"] = LINK_REALM
         result: Iterable[bytes] = self.next_app(environ, start_response)
         return result
+
+    def _open_path_token(self, environ: dict[str, Any], token: str) -> LiveLink:
+        """Open the link of a token taken from the path: the password, if the link has one,
+        comes as the password of Basic credentials (any user name)."""
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        password = None
+        if header:
+            try:
+                _user, password = parse_basic_credentials(header, user_required=False)
+            except ValueError as exc:
+                raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
+        credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
+        try:
+            return self.gate.open(token, credentials, "webdav")
+        except LinkDenied as denied:
+            if denied.status == 401:
+                raise DAVError(401, denied.reason, add_headers=_challenge()) from None
+            raise DAVError(denied.status, denied.reason, add_headers=denied.headers) from None
 
     def _open(self, environ: dict[str, Any]) -> LiveLink:
         header = environ.get("HTTP_AUTHORIZATION", "")

@@ -16,6 +16,8 @@ UPLOADS = f"{DAV_ROOT}/uploads"
 TRASHBIN = f"{DAV_ROOT}/trashbin"
 #: Public links: WebDAV of a link's tree (Basic: token + link password) and the link pages.
 PUBLIC_WEBDAV = "/public.php/webdav"
+#: Public links, Nextcloud 29+: WebDAV with the token as first path segment.
+PUBLIC_DAV_FILES = "/public.php/dav/files"
 PUBLIC_SHARE = "/s"
 
 #: Collections below which the next path segment names the owning user.
