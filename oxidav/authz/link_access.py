@@ -46,7 +46,16 @@ audit = logging.getLogger("oxidav.audit")
 COOKIE_SECONDS = 12 * 3600
 READ_METHODS = frozenset({"GET", "HEAD", "PROPFIND", "OPTIONS"})
 UPLOAD_METHODS = frozenset({"PUT", "MKCOL", "OPTIONS"})
-EDIT_METHODS = READ_METHODS | {"PUT", "MKCOL", "DELETE", "PROPPATCH", "COPY", "MOVE"}
+EDIT_METHODS = READ_METHODS | {
+    "PUT",
+    "MKCOL",
+    "DELETE",
+    "PROPPATCH",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+}
 #: Methods that change or remove what their path names (refused on the link's own root).
 _ROOT_CHANGES = frozenset({"DELETE", "MOVE"})
 

@@ -113,3 +113,30 @@ def test_deleted_link_stops_working_at_once(server: LiveServer) -> None:
     with server.services.db.write() as session:
         assert links.delete_link(session, token)
     assert anon(server, "GET", f"{DAV}/{token}/a.txt")[0] == 404
+
+
+LOCK_BODY = (
+    b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+    b"</D:lockscope><D:locktype><D:write/></D:locktype>"
+    b"<D:owner>link user</D:owner></D:lockinfo>"
+)
+
+
+def test_edit_link_locks_are_the_owners_locks(server: LiveServer) -> None:
+    token = make_link(server, "/P", mode=LinkMode.EDIT)
+    url = f"{DAV}/{token}/a.txt"
+    status, headers, _ = anon(server, "LOCK", url, LOCK_BODY, {"Timeout": "Second-60"})
+    assert status == 200
+    lock_token = headers["lock-token"]
+    # The lock is on alice's file, whichever URL reaches it.
+    assert server.request("PUT", ALICE + "/P/a.txt", b"by alice").status == 423
+    assert anon(server, "PUT", url, b"no token")[0] == 423
+    if_header = {"If": f"({lock_token})"}
+    assert anon(server, "PUT", url, b"with token", if_header)[0] == 204
+    assert anon(server, "UNLOCK", url, headers={"Lock-Token": lock_token})[0] == 204
+    assert server.request("PUT", ALICE + "/P/a.txt", b"by alice").status == 204
+
+
+def test_read_only_link_cannot_lock(server: LiveServer) -> None:
+    token = make_link(server, "/P")
+    assert anon(server, "LOCK", f"{DAV}/{token}/a.txt", LOCK_BODY)[0] == 403
