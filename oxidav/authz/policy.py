@@ -24,9 +24,13 @@ upload does) is decided as a PUT of that destination.
 **Everything else that belongs to another user** — calendars, address books, uploads,
 trashbin — answers 404 at its owner's URL: a calendar or address book shared with the caller
 is served in the caller's own home (``<uri>_shared_by_<owner>``, an own path), where the
-providers ask ``authz.collections``. COPY/MOVE between two different users' trees is refused:
-the provider works inside one tree per request (403 when the caller can see the destination's
-folder, else 404).
+providers ask ``authz.collections``.
+
+**COPY/MOVE between two users' trees** (into, out of or between shares, as a Nextcloud client
+does when a file is moved into a shared folder) is decided side by side: the source questions
+in the source owner's tree, the destination questions in the destination owner's tree; the
+verdict carries a view for each side and the provider copies the rows across
+(``oxidav.tree.transfers``).
 """
 
 from __future__ import annotations
@@ -194,8 +198,18 @@ def authorize(
         return Verdict(Decision(False, 404, "no such user"))
     nodes = _Nodes(session, int(owner_id))
     node = nodes.at(target.tree_path)
-    cross_tree = destination is not None and (dest is None or dest.owner != target.owner)
-    dest_node = nodes.at(dest.tree_path) if dest is not None and not cross_tree else None
+    if destination is not None and dest is None:
+        return Verdict(Decision(False, 403, "the destination is not a file tree path"))
+    cross_tree = dest is not None and dest.owner != target.owner
+    dest_nodes = nodes
+    if dest is not None and cross_tree:
+        dest_owner_id = dest.owner_id
+        if dest_owner_id is None:
+            dest_owner_id = session.scalar(select(User.id).where(User.username == dest.owner))
+        if dest_owner_id is None:
+            return Verdict(Decision(False, 404, "no such user"))
+        dest_nodes = _Nodes(session, int(dest_owner_id))
+    dest_node = dest_nodes.at(dest.tree_path) if dest is not None else None
     asked = questions(
         method,
         target_exists=node is not None,
@@ -203,24 +217,27 @@ def authorize(
         destination_exists=dest_node is not None,
     )
     for question in asked:
-        if cross_tree and question.on in (On.DESTINATION, On.DESTINATION_PARENT):
-            continue  # refused below, once the source side has been judged
         if question.on in (On.TARGET, On.TARGET_PARENT):
             tree_path: str | None = target.tree_path
+            side = nodes
         else:
             tree_path = dest.tree_path if dest is not None else None
+            side = dest_nodes
         if tree_path is not None and question.on in (On.TARGET_PARENT, On.DESTINATION_PARENT):
             tree_path = _parent_path(tree_path)
-        found = nodes.at(tree_path) if tree_path is not None else None
+        found = side.at(tree_path) if tree_path is not None else None
         if found is None:
             return Verdict(Decision(False, 404, f"no resource for {question.on.value}"))
         decision = authz.check(question.action, Resource.node(found))
         if not decision.allowed:
             return Verdict(decision, audited=True)
     if cross_tree:
-        if dest is not None and dest.owner != username and not _sees(authz, session, dest):
-            return Verdict(Decision(False, 404, "destination belongs to another user"))
-        return Verdict(Decision(False, 403, "copy/move between two users' trees"))
+        # Each side that is not the caller's own tree is served through a view, so the
+        # provider finds both in their owners' trees.
+        assert dest is not None
+        sides = ((target, nodes.owner_id), (dest, dest_nodes.owner_id))
+        shown = (_view_of(place, username, owner_id) for place, owner_id in sides)
+        return Verdict(ALLOW, views=tuple(view for view in shown if view is not None))
     if target.view is not None:
         return Verdict(ALLOW, views=views)  # through a mount: the provider maps by the views
     return Verdict(ALLOW, acting_owner=target.owner, views=views)
@@ -297,14 +314,15 @@ def _mount_point_rules(
     return None
 
 
-def _sees(authz: RequestAuthz, session: Session, place: _TreePlace) -> bool:
-    """Whether the principal holds any role on the folder that would receive ``place``."""
-    owner_id = session.scalar(select(User.id).where(User.username == place.owner))
-    folder_path = _parent_path(place.tree_path)
-    if owner_id is None or folder_path is None:
-        return False
-    folder = resolve(session, int(owner_id), folder_path)
-    return folder is not None and authz.role(Resource.node(folder)) is not None
+def _view_of(place: _TreePlace, username: str, owner_id: int) -> TreeView | None:
+    """The view a provider serves ``place`` by: its mount's, or the whole tree of another user
+    reached by that user's own URL; None for a place in the caller's own tree (served as
+    always; a view onto it would also cover the caller's mounts)."""
+    if place.view is not None:
+        return place.view
+    if place.owner == username:
+        return None
+    return TreeView(place.owner, owner_id, f"{FILES}/{place.owner}", "")
 
 
 class _Nodes:

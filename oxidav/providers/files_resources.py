@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
+from sqlalchemy.orm import Session
 from wsgidav import util
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
@@ -45,6 +46,8 @@ from oxidav.tree import (
     write_file,
 )
 from oxidav.tree import locks as lock_rows
+from oxidav.tree.moves import TransferResult
+from oxidav.tree.transfers import transfer_node
 from oxidav.tree.types import NodeInfo
 
 #: Children fetched per keyset query.
@@ -108,8 +111,10 @@ class _NodeResource(NodeProperties):
         return dav_error(exc)
 
     def _tree_target(self, dest_path: str) -> Target:
+        """Where a COPY/MOVE lands: in this tree, or in another user's tree that the authz
+        layer admitted (a share) — then the rows cross over (``oxidav.tree.transfers``)."""
         target = self.provider.locate(dest_path, self.environ)
-        if not isinstance(target, Target) or target.user_id != self.target.user_id:
+        if not isinstance(target, Target):
             raise DAVError(HTTP_FORBIDDEN, "the destination is outside this tree")
         return target
 
@@ -138,15 +143,19 @@ class _NodeResource(NodeProperties):
         dest = self._tree_target(dest_path)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") == "T"
         dest_ref = self.provider.ref_url(dest, False)
+        backend = self.provider.backend
         try:
-            with self.provider.backend.db.write() as session:
-                result = move_node(
-                    session,
-                    self.target.user_id,
-                    self.target.tree_path,
-                    dest.tree_path,
-                    overwrite=overwrite,
-                )
+            with backend.db.write() as session:
+                if dest.user_id == self.target.user_id:
+                    result = move_node(
+                        session,
+                        self.target.user_id,
+                        self.target.tree_path,
+                        dest.tree_path,
+                        overwrite=overwrite,
+                    )
+                else:
+                    result = self._transfer(session, dest, move=True, depth_infinity=True)
                 lock_rows.delete_locks(session, self.get_ref_url())
                 if not result.created:
                     lock_rows.delete_locks(session, dest_ref)
@@ -162,22 +171,45 @@ class _NodeResource(NodeProperties):
         backend = self.provider.backend
         try:
             with backend.db.write() as session:
-                result = copy_node(
-                    session,
-                    backend.chain,
-                    self.target.user_id,
-                    self.target.tree_path,
-                    dest.tree_path,
-                    overwrite=overwrite,
-                    depth_infinity=depth_infinity,
-                    default_quota_bytes=backend.default_quota_bytes,
-                )
+                if dest.user_id != self.target.user_id:
+                    result = self._transfer(
+                        session, dest, move=False, depth_infinity=depth_infinity
+                    )
+                else:
+                    result = copy_node(
+                        session,
+                        backend.chain,
+                        self.target.user_id,
+                        self.target.tree_path,
+                        dest.tree_path,
+                        overwrite=overwrite,
+                        depth_infinity=depth_infinity,
+                        default_quota_bytes=backend.default_quota_bytes,
+                    )
                 if not result.created:
                     lock_rows.delete_locks(session, self.provider.ref_url(dest, False))
         except TreeError as exc:
             raise self._fail(exc) from None
         self._transferred(result.node, result.created)
         return True
+
+    def _transfer(
+        self, session: Session, dest: Target, *, move: bool, depth_infinity: bool
+    ) -> TransferResult:
+        """COPY/MOVE into another user's tree (into, out of or between shares)."""
+        backend = self.provider.backend
+        return transfer_node(
+            session,
+            backend.chain,
+            self.target.user_id,
+            self.target.tree_path,
+            dest.user_id,
+            dest.tree_path,
+            move=move,
+            overwrite=self.environ.get("HTTP_OVERWRITE", "T") == "T",
+            depth_infinity=depth_infinity,
+            default_quota_bytes=backend.default_quota_bytes,
+        )
 
     def _transferred(self, node: NodeInfo, created: bool) -> None:
         forget(self.environ)

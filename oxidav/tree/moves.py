@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, literal, update
 from sqlalchemy.orm import Session
@@ -114,6 +115,26 @@ def copy_node(
     if added > 0:
         check_quota(session, user_id, root.size + added, default_quota_bytes)
     now = utcnow()
+    first = copy_rows(session, refs, nodes, user_id, dst_parent, dst_path, now, depth_infinity)
+    propagate(session, user_id, dst_parent.path, added, now)
+    return TransferResult(first, created)
+
+
+def copy_rows(
+    session: Session,
+    refs: ContentRefs,
+    nodes: list[NodeInfo],
+    user_id: int,
+    dst_parent: NodeInfo,
+    dst_path: str,
+    now: datetime,
+    depth_infinity: bool = True,
+) -> NodeInfo:
+    """Insert copies of ``nodes`` (a subtree's root first, every folder before its members)
+    into ``user_id``'s tree at ``dst_path`` below ``dst_parent``: new ids and etags, the same
+    manifests (one incref each), dead properties copied. Returns the copy of the root. The
+    caller locks the tree, checks quota and rolls the size up."""
+    src = nodes[0]
     id_map: dict[int, int] = {}
     manifests: Counter[str] = Counter()
     first: NodeInfo | None = None
@@ -125,7 +146,7 @@ def copy_node(
                 "user_id": user_id,
                 "parent_id": new_parent,
                 "name": base_name(dst_path) if node is src else node.name,
-                "path": dst_path + node.path[len(src_path) :],
+                "path": dst_path + node.path[len(src.path) :],
                 "is_folder": node.is_folder,
                 "size": node.size if (depth_infinity or not node.is_folder) else 0,
                 "mtime": node.mtime,
@@ -144,6 +165,5 @@ def copy_node(
     for manifest_hash, n in manifests.items():
         refs.incref(session, manifest_hash, n)
     copy_props(session, id_map)
-    propagate(session, user_id, dst_parent.path, added, now)
     assert first is not None
-    return TransferResult(first, created)
+    return first

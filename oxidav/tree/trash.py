@@ -58,7 +58,8 @@ def trash_node(
     return node
 
 
-def _drop_rows(session: Session, refs: ContentRefs, condition: object) -> int:
+def drop_rows(session: Session, refs: ContentRefs, condition: object) -> int:
+    """Delete the rows matching ``condition`` and drop their content references."""
     counts = session.execute(
         select(Node.manifest_hash, func.count())
         .where(condition, Node.manifest_hash.is_not(None))  # type: ignore[arg-type]
@@ -74,7 +75,7 @@ def _drop_rows(session: Session, refs: ContentRefs, condition: object) -> int:
 
 def purge(session: Session, refs: ContentRefs, trash_root_id: int) -> int:
     """Delete the rows trashed together with ``trash_root_id``; drop their content references."""
-    return _drop_rows(session, refs, Node.trash_root_id == trash_root_id)
+    return drop_rows(session, refs, Node.trash_root_id == trash_root_id)
 
 
 def delete_live_file(session: Session, refs: ContentRefs, user_id: int, path: str) -> None:
@@ -83,7 +84,7 @@ def delete_live_file(session: Session, refs: ContentRefs, user_id: int, path: st
     node = resolve(session, user_id, path)
     if node is None or node.is_folder:
         return
-    _drop_rows(session, refs, Node.id == node.id)
+    drop_rows(session, refs, Node.id == node.id)
     propagate(session, user_id, parent_path(path), -node.size)
 
 
@@ -145,7 +146,7 @@ def release_user_content(session: Session, refs: ContentRefs, user_id: int) -> i
     session.execute(
         select(Node.id).where(Node.user_id == user_id, Node.parent_id.is_(None)).with_for_update()
     ).all()
-    return _drop_rows(session, refs, Node.user_id == user_id)
+    return drop_rows(session, refs, Node.user_id == user_id)
 
 
 def list_trash(session: Session, user_id: int) -> list[tuple[int, str, datetime | None]]:

@@ -13,11 +13,13 @@ from hashlib import md5
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
 from oxidav.authz.grants import Subject, grant, revoke
 from oxidav.authz.groups import add_member, create_group
 from oxidav.authz.roles import Role
 from oxidav.authz.targets import resolve_target, user_id
+from oxidav.db.models.users import User
 from oxidav.settings import SettingsError, load_settings
 from oxidav.tree import used_bytes
 from tests.authz.grants_support import StatementCounter
@@ -139,24 +141,76 @@ def test_editor_writes_land_in_the_owners_tree_and_quota(server: LiveServer) -> 
     assert inside[BOB + "/Shared/"]["permissions"] == "SMGCK"
 
 
-def test_moves_across_the_mount_boundary_are_refused(server: LiveServer) -> None:
+def test_moves_across_the_mount_boundary_cross_trees(server: LiveServer) -> None:
+    """As a Nextcloud client does when a file is moved into or out of a shared folder: the
+    rows cross to the other owner's tree (content shared, not copied), quotas follow."""
     share(server, "files/alice/Shared", Role.EDITOR)
+    assert server.services is not None
+    with server.services.db.read() as session:
+        alice_id, bob_id = user_id(session, "alice"), user_id(session, "bob")
+        alice_before = used_bytes(session, alice_id)
+    assert bob(server, "MKCOL", BOB + "/Mine") == 201
+    assert bob(server, "PUT", BOB + "/Mine/m.txt", b"mine") == 201
+    assert bob(server, "PUT", BOB + "/loose.txt", b"loose") == 201
+    # Into the share: MOVE leaves nothing behind, COPY keeps the original.
+    assert bob(server, "MOVE", BOB + "/Mine", Destination=BOB + "/Shared/Mine") == 201
+    assert server.request("GET", ALICE + "/Shared/Mine/m.txt").body == b"mine"
+    assert bob(server, "GET", BOB + "/Mine/m.txt") == 404
+    assert bob(server, "COPY", BOB + "/loose.txt", Destination=BOB + "/Shared/l.txt") == 201
+    assert server.request("GET", ALICE + "/Shared/l.txt").body == b"loose"
+    assert bob(server, "GET", BOB + "/loose.txt") == 200
+    with server.services.db.read() as session:
+        assert used_bytes(session, alice_id) == alice_before + 4 + 5
+        assert used_bytes(session, bob_id) == 5
+    # Out of the share, through either of bob's URL spaces.
+    assert bob(server, "MOVE", BOB + "/Shared/a.txt", Destination=BOB + "/a.txt") == 201
+    assert server.request("GET", ALICE + "/Shared/a.txt").status == 404
+    assert server.request("GET", BOB + "/a.txt", user="bob").body == b"alpha"
+    copy_out = {"Destination": LEGACY + "/b-copy.txt"}
+    assert bob(server, "COPY", LEGACY + "/Shared/b.txt", **copy_out) == 201
+    assert server.request("GET", BOB + "/b-copy.txt", user="bob").body == b"beta"
+    assert server.request("GET", ALICE + "/Shared/b.txt").body == b"beta"
+    # Overwrite rules hold across trees too.
+    no_overwrite = {"Destination": BOB + "/Shared/l.txt", "Overwrite": "F"}
+    assert bob(server, "COPY", BOB + "/loose.txt", **no_overwrite) == 412
+    assert bob(server, "PUT", BOB + "/loose.txt", b"newer") == 204
+    assert bob(server, "COPY", BOB + "/loose.txt", Destination=BOB + "/Shared/l.txt") == 204
+    assert server.request("GET", ALICE + "/Shared/l.txt").body == b"newer"
+    # A mount point itself is neither renamed nor overwritten.
+    assert bob(server, "MOVE", BOB + "/Shared", Destination=BOB + "/Renamed") == 403
+    assert bob(server, "COPY", BOB + "/loose.txt", Destination=BOB + "/Shared") == 403
+    # Within the share, as before.
+    copy = {"Destination": BOB + "/Shared/sub/a-copy.txt"}
+    assert bob(server, "COPY", BOB + "/Shared/b.txt", **copy) == 201
+    assert server.request("GET", ALICE + "/Shared/sub/a-copy.txt").body == b"beta"
+
+
+def test_a_viewer_copies_out_of_a_share_but_moves_nothing(server: LiveServer) -> None:
+    share(server, "files/alice/Shared", Role.VIEWER)
     assert bob(server, "PUT", BOB + "/mine.txt", b"m") == 201
+    assert bob(server, "COPY", BOB + "/Shared/a.txt", Destination=BOB + "/a.txt") == 201
+    assert server.request("GET", BOB + "/a.txt", user="bob").body == b"alpha"
     for method, src, dst in (
+        ("MOVE", "/Shared/b.txt", "/b.txt"),
         ("MOVE", "/mine.txt", "/Shared/mine.txt"),
         ("COPY", "/mine.txt", "/Shared/mine.txt"),
-        ("MOVE", "/Shared/a.txt", "/a.txt"),
-        ("COPY", "/Shared/a.txt", "/a.txt"),
-        ("MOVE", "/Shared", "/Renamed"),  # a mount point cannot be renamed
-        ("COPY", "/mine.txt", "/Shared"),  # nor overwritten
     ):
-        status = bob(server, method, BOB + src, Destination=BOB + dst)
-        assert status == 403, (method, src, dst, status)
+        assert bob(server, method, BOB + src, Destination=BOB + dst) == 403, (method, src)
+    assert server.request("GET", ALICE + "/Shared/b.txt").body == b"beta"
     assert server.request("GET", ALICE + "/Shared/mine.txt").status == 404
     assert bob(server, "GET", BOB + "/mine.txt") == 200
-    copy = {"Destination": BOB + "/Shared/sub/a-copy.txt"}
-    assert bob(server, "COPY", BOB + "/Shared/a.txt", **copy) == 201
-    assert server.request("GET", ALICE + "/Shared/sub/a-copy.txt").body == b"alpha"
+
+
+def test_a_move_into_a_share_counts_against_the_owners_quota(server: LiveServer) -> None:
+    share(server, "files/alice/Shared", Role.EDITOR)
+    assert server.services is not None
+    with server.services.db.write() as session:
+        used = used_bytes(session, user_id(session, "alice"))
+        session.execute(update(User).where(User.username == "alice").values(quota_bytes=used + 20))
+    assert bob(server, "PUT", BOB + "/big.txt", b"x" * 30) == 201
+    assert bob(server, "MOVE", BOB + "/big.txt", Destination=BOB + "/Shared/big.txt") == 507
+    assert bob(server, "GET", BOB + "/big.txt") == 200
+    assert server.request("GET", ALICE + "/Shared/big.txt").status == 404
 
 
 def test_file_grant_mounts_only_that_file(server: LiveServer) -> None:

@@ -118,9 +118,11 @@ def test_editor_writes_land_in_the_owners_tree(server: LiveServer) -> None:
     assert bob(server, "DELETE", ALICE + "/Shared") == 403
     out = {"Destination": ALICE + "/moved.txt"}
     assert bob(server, "MOVE", ALICE + "/Shared/a.txt", **out) == 404
-    # Between two users' trees: refused.
-    assert bob(server, "COPY", ALICE + "/Shared/a.txt", Destination=BOB + "/a.txt") == 403
+    # Between two users' trees: the rows cross over (a root folder never moves).
+    assert bob(server, "COPY", ALICE + "/Shared/a.txt", Destination=BOB + "/a.txt") == 201
+    assert server.request("GET", BOB + "/a.txt", user="bob").body == b"alpha"
     assert bob(server, "COPY", BOB + "/", Destination=ALICE + "/Shared/x") == 403
+    assert bob(server, "COPY", BOB + "/a.txt", Destination=ALICE + "/secret2.txt") == 404
 
 
 def test_revoked_grant_stops_the_next_request(server: LiveServer) -> None:
@@ -210,9 +212,12 @@ def test_shared_folder_with_non_ascii_name(server: LiveServer) -> None:
     assert bob(server, "COPY", folder + "/caf%C3%A9.txt", **copy) == 403
 
 
-def test_copy_into_an_unshared_tree_is_404(server: LiveServer) -> None:
+def test_copy_into_another_tree_needs_a_share_there(server: LiveServer) -> None:
     assert bob(server, "PUT", BOB + "/mine.txt", b"m") == 201
     into_alice = {"Destination": ALICE + "/Shared/mine.txt"}
     assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 404
-    share(server, "files/alice/Shared", Role.EDITOR)
+    share(server, "files/alice/Shared", Role.VIEWER)
     assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 403
+    share(server, "files/alice/Shared", Role.EDITOR)
+    assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 201
+    assert server.request("GET", ALICE + "/Shared/mine.txt").body == b"m"

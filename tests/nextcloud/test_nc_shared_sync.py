@@ -118,3 +118,40 @@ def test_editor_upload_lands_in_alices_tree(
     third = _sync(server, local)
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
     assert local_files(local)["Photos/sub/new.txt"] == b"from alice\n"
+
+
+def test_local_moves_into_and_out_of_the_share(
+    server: LiveServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """bob moves a file of his own into the shared folder and one of alice's out of it: the
+    server tree follows (the files cross between the two trees) and a further sync is calm."""
+    caplog.set_level(logging.INFO, logger="oxidav.access")
+    _share(server, Role.EDITOR)
+    bob_url = "/remote.php/dav/files/bob"
+    assert server.request("PUT", bob_url + "/notes.txt", b"bob's notes\n", user="bob").status == 201
+    local = tmp_path / "bob"
+    local.mkdir()
+    first = _sync(server, local)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert local_files(local) == {**FILES, "notes.txt": b"bob's notes\n"}
+    (local / "notes.txt").rename(local / "Photos" / "notes.txt")
+    (local / "Photos" / "a.txt").rename(local / "a-out.txt")
+    caplog.clear()
+    second = _sync(server, local)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert server.services is not None
+    alice = _alice(server)
+    bob = server_files(server.services.db, server.services.blobs, "bob")
+    assert alice["Photos/notes.txt"] == b"bob's notes\n" and "Photos/a.txt" not in alice
+    assert bob == {"a-out.txt": FILES["Photos/a.txt"]}
+    assert requests_of(caplog.records)[("MOVE", "files")] == 2, requests_of(caplog.records)
+    caplog.clear()
+    third = _sync(server, local)
+    assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
+    assert local_files(local) == {
+        "Photos/notes.txt": b"bob's notes\n",
+        "Photos/sub/b.bin": FILES["Photos/sub/b.bin"],
+        "a-out.txt": FILES["Photos/a.txt"],
+    }
+    calm = requests_of(caplog.records)
+    assert not any(method in ("PUT", "MOVE", "DELETE", "POST") for method, _ in calm), calm
