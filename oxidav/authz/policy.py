@@ -227,6 +227,8 @@ def authorize(
             tree_path = _parent_path(tree_path)
         found = side.at(tree_path) if tree_path is not None else None
         if found is None:
+            if tree_path and question.on in (On.TARGET_PARENT, On.DESTINATION_PARENT):
+                return Verdict(_missing_parent(authz, side, tree_path))
             return Verdict(Decision(False, 404, f"no resource for {question.on.value}"))
         decision = authz.check(question.action, Resource.node(found))
         if not decision.allowed:
@@ -312,6 +314,20 @@ def _mount_point_rules(
     if dest is not None and dest.at_mount_point and method in ("MOVE", "COPY"):
         return Verdict(Decision(False, 403, "a mount point cannot be overwritten"))
     return None
+
+
+def _missing_parent(authz: RequestAuthz, nodes: _Nodes, folder_path: str) -> Decision:
+    """A new member's folder does not exist: 409 Conflict (RFC 4918 §9.3.1, §9.8.5) when the
+    caller can see the nearest folder that does, else 404 (nothing there is theirs to see)."""
+    ancestor = _parent_path(folder_path)
+    while ancestor is not None:
+        found = nodes.at(ancestor)
+        if found is not None:
+            if authz.role(Resource.node(found)) is not None:
+                return Decision(False, 409, "the parent folder does not exist")
+            break
+        ancestor = _parent_path(ancestor)
+    return Decision(False, 404, "no resource for the parent folder")
 
 
 def _view_of(place: _TreePlace, username: str, owner_id: int) -> TreeView | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -44,6 +45,8 @@ from oxidav.tree import InvalidName, NodeInfo, normalize_path
 
 #: ``locate`` result for the collection above the users' homes (path mode only).
 HOME = "home"
+#: The environ of the request this thread is handling (set around WsgiDAV's handlers).
+_serving: ContextVar[dict[str, Any] | None] = ContextVar("oxidav_files_serving", default=None)
 
 
 class FilesProvider(DAVProvider):  # type: ignore[misc]
@@ -194,12 +197,25 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         return quote(f"{self._ref_base()}/{target.username}{target.tree_path}{suffix}")
 
     def ref_url_to_path(self, ref_url: str) -> str:
-        """Inverse of ``ref_url``: the share-relative path of this mount."""
+        """Inverse of ``ref_url``: the share-relative path of this mount — in the URL space
+        of the request being served when it reaches the node through a view (a share in the
+        caller's tree, a public link; WsgiDAV asks this without the environ, e.g. to answer
+        a lock refresh)."""
         path = unquote(ref_url)
         base = self._ref_base()
         if path.startswith(base):
             path = path[len(base) :]
         path = "/" + path.lstrip("/")
+        environ = _serving.get()
+        if environ is not None and views_of(environ):
+            owner, _, rest = path.lstrip("/").partition("/")
+            tree_path = "/" + rest if rest else ""
+            for view in views_of(environ):
+                root = view.tree_root
+                if view.owner == owner and (tree_path == root or tree_path.startswith(root + "/")):
+                    url = view.url_root + tree_path[len(root) :]
+                    if url.startswith(self.share_path):
+                        return url[len(self.share_path) :] or "/"
         if self.user_from == "auth":
             path = "/" + path.lstrip("/").partition("/")[2]
         return path
@@ -209,4 +225,8 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
     def custom_request_handler(
         self, environ: dict[str, Any], start_response: Any, default_handler: Any
     ) -> Iterable[bytes]:
-        return dispatch(self, environ, start_response, default_handler)
+        token = _serving.set(environ)
+        try:
+            return dispatch(self, environ, start_response, default_handler)
+        finally:
+            _serving.reset(token)

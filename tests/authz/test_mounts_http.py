@@ -409,3 +409,19 @@ def test_a_new_share_shows_on_the_next_request_after_an_empty_listing(
     share(server, "files/alice/Shared", Role.VIEWER)
     assert f"{BOB}/Shared/" in listing(server, BOB + "/")
     assert server.request("GET", BOB + "/Shared/a.txt", user="bob").body == b"alpha"
+
+
+def test_a_lock_taken_through_a_mount_refreshes_there(server: LiveServer) -> None:
+    share(server, "files/alice/Shared", Role.EDITOR)
+    lock = (
+        '<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+        "</D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"
+    )
+    taken = server.request("LOCK", BOB + "/Shared/a.txt", lock, user="bob")
+    assert taken.status == 200
+    token = taken.headers["lock-token"]
+    assert server.request("PUT", ALICE + "/Shared/a.txt", b"x").status == 423
+    refresh = {"If": f"({token})", "Timeout": "Second-300"}
+    renewed = server.request("LOCK", BOB + "/Shared/a.txt", None, refresh, user="bob")
+    assert renewed.status == 200, renewed.text
+    assert f"<D:href>{BOB}/Shared/a.txt</D:href>" in renewed.text.replace("ns0:", "D:")

@@ -7,6 +7,8 @@ a link without a password; Basic with any user name and the link password otherw
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from oxidav.authz import links
@@ -140,3 +142,18 @@ def test_edit_link_locks_are_the_owners_locks(server: LiveServer) -> None:
 def test_read_only_link_cannot_lock(server: LiveServer) -> None:
     token = make_link(server, "/P")
     assert anon(server, "LOCK", f"{DAV}/{token}/a.txt", LOCK_BODY)[0] == 403
+
+
+def test_edit_link_lock_refresh(server: LiveServer) -> None:
+    """litmus locks ``refresh``: a LOCK without body and an If header renews the lock."""
+    token = make_link(server, "/P", mode=LinkMode.EDIT)
+    url = f"{DAV}/{token}/a.txt"
+    status, headers, _ = anon(server, "LOCK", url, LOCK_BODY, {"Timeout": "Second-60"})
+    assert status == 200
+    lock_token = headers["lock-token"]
+    refresh = {"If": f"({lock_token})", "Timeout": "Second-120"}
+    status, _, body = anon(server, "LOCK", url, None, refresh)
+    assert status == 200, body
+    renewed = re.search(rb"<D:timeout>Second-(\d+)</D:timeout>", body)
+    assert renewed is not None and 60 < int(renewed.group(1)) <= 120
+    assert f"<D:href>{url}</D:href>".encode() in body

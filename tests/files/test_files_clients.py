@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.litmus import assert_litmus_passes, needs_litmus
 from tests.support.live import LiveServer
 from tests.support.rclone import rclone_runner
 
-SUITES = ("basic", "copymove", "props", "locks", "http")
-SUMMARY = re.compile(r"summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed")
 
-
-@pytest.mark.skipif(shutil.which("litmus") is None, reason="litmus is not installed")
+@needs_litmus
 def test_litmus(live_server: LiveServer, tmp_path: Path) -> None:
-    result = subprocess.run(
-        ["litmus", f"{live_server.base_url}/remote.php/dav/files/alice/", "alice", "secret"],
-        env={**os.environ, "TESTS": " ".join(SUITES)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    summaries = {m[0]: (int(m[1]), int(m[2]), int(m[3])) for m in SUMMARY.findall(result.stdout)}
-    assert set(summaries) == set(SUITES), result.stdout[-3000:]
-    for suite, (run, passed, failed) in summaries.items():
-        assert failed == 0 and passed == run, (suite, result.stdout[-3000:])
-    assert "WARNING" not in result.stdout, result.stdout
+    url = f"{live_server.base_url}/remote.php/dav/files/alice/"
+    assert_litmus_passes(url, tmp_path, "alice", "secret")
 
 
 def _tree(root: Path, folders: int, per_folder: int, big_bytes: int) -> None:
