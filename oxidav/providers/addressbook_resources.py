@@ -53,6 +53,7 @@ from oxidav.providers.dav_collections import (
 from oxidav.providers.dav_shared import (
     SharedObjectCollection,
     SharedState,
+    forget_shares,
     home_access,
     parse_shared_name,
     reachable_rows,
@@ -221,7 +222,8 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
     def handle_delete(self) -> bool:
         """DELETE of the address book: its cards, change log and shares go with it."""
         try:
-            self.backend.shares.forget(Resource.addressbook(self.info.id, self.info.user_id))
+            resource = Resource.addressbook(self.info.id, self.info.user_id)
+            forget_shares(self.backend.shares, resource)
             self.backend.store.delete_book(self.info.id)
         except ContactsError as exc:
             raise dav_error(exc) from None

@@ -62,6 +62,7 @@ from oxidav.providers.dav_collections import (
 from oxidav.providers.dav_shared import (
     SharedObjectCollection,
     SharedState,
+    forget_shares,
     home_access,
     parse_shared_name,
     reachable_rows,
@@ -70,6 +71,7 @@ from oxidav.providers.dav_shared import (
 from oxidav.providers.dav_users import UserRecord
 from oxidav.providers.dav_xml import (
     CURRENT_USER_PRIVILEGE_SET,
+    DISPLAYNAME,
     OWNER,
     condition,
     text_element,
@@ -246,7 +248,7 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
 
     def handle_delete(self) -> bool:
         """DELETE of the calendar: its objects, change log and shares go with it."""
-        self.backend.shares.forget(Resource.calendar(self.info.id, self.info.user_id))
+        forget_shares(self.backend.shares, Resource.calendar(self.info.id, self.info.user_id))
         self.backend.store.delete_calendar(self.info.id)
         return True
 
@@ -294,7 +296,10 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
 class SharedCalendarCollection(SharedObjectCollection[CalendarBackend], CalendarCollection):
     """Another user's calendar in the recipient's home (``<uri>_shared_by_<owner>``): the
     owner's objects, sync token and properties; what the recipient may do follows from the
-    grant (``dav_shared.SharedState``)."""
+    grant (``dav_shared.SharedState``). Its name, colour and order are the recipient's own
+    once they set them."""
+
+    personal_properties = frozenset({DISPLAYNAME, CALENDAR_COLOR, CALENDAR_ORDER})
 
     def __init__(
         self,
@@ -307,6 +312,9 @@ class SharedCalendarCollection(SharedObjectCollection[CalendarBackend], Calendar
     ) -> None:
         super().__init__(path, environ, backend, owner_name, info)
         self.bind_share(share)
+
+    def check_personal_value(self, name: str, value: etree._Element | None) -> None:
+        property_setting(name, value)  # the owner's rules: a valid colour, an integer order
 
 
 class CalendarObjectResource(TextObjectResource):

@@ -13,30 +13,40 @@ sync token, its properties. Whether bob may see or change it is asked of
   ``require``, which refuses a write with 403 and an RFC 3744 §7.1.1 ``DAV:need-privileges``
   body (or 404 when nothing reaches the collection any more).
 
-The recipient cannot change the owner's collection properties through a share (PROPPATCH is
-refused with ``need-privileges``, and ``write-properties`` is never listed); DELETE of the
-shared collection removes it from the recipient's home (``CollectionAccess.decline``).
+The recipient cannot change the owner's collection properties through a share: PROPPATCH of
+a *personal* property (``displayname``; for calendars also ``calendar-color`` and
+``calendar-order``) stores the recipient's own value, shown only to them
+(``oxidav.providers.share_overrides``, as Nextcloud does for sharees); any other property is
+refused with ``need-privileges``, and ``write-properties`` is never listed. DELETE of the shared
+collection removes it from the recipient's home (``CollectionAccess.decline``) with their own
+values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
 
 from oxidav.authz.collections import CollectionAccess, Reach, SharedCollections
+from oxidav.authz.credential_cache import Principal
 from oxidav.authz.decision import Decision
-from oxidav.authz.resources import ResourceKind
+from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.resources import Resource, ResourceKind
 from oxidav.authz.roles import Action
+from oxidav.providers import share_overrides
 from oxidav.providers.dav_collections import Getter, ObjectCollection, TextObjectResource
 from oxidav.providers.dav_users import HomeBackend
-from oxidav.providers.dav_xml import CS, href_element
+from oxidav.providers.dav_xml import CS, DISPLAYNAME, href_element
 from oxidav.providers.urls import principal_href
 
 SHARED_BY = "_shared_by_"
+#: environ key: the recipient's own property values, per collection kind, for this request.
+ENVIRON_OVERRIDES = "oxidav.share_overrides"
 OWNCLOUD_NS = "http://owncloud.org/ns"
 
 SHARED = CS + "shared"
@@ -166,7 +176,7 @@ class SharedState:
             raise refusal(decision, href, MEMBER_PRIVILEGE.get(action, WRITE_CONTENT))
 
     def refuse_proppatch(self, href: str) -> DAVError:
-        """PROPPATCH of a shared collection: its properties are the owner's."""
+        """PROPPATCH of a shared collection's non-personal property: it is the owner's."""
         return DAVError(
             HTTP_FORBIDDEN,
             "the properties of a shared collection belong to its owner",
@@ -189,6 +199,21 @@ def decline_share(
     if not decision.allowed:
         home = href.rstrip("/").rsplit("/", 1)[0] + "/"
         raise refusal(decision, home, UNBIND)
+    recipient = _recipient_id(environ)
+    if recipient is not None:
+        share_overrides.drop(shares.db, share.reach.resource, recipient)
+
+
+def forget_shares(shares: SharedCollections, resource: Resource) -> None:
+    """A collection is about to be deleted: its grants and every recipient's own values go
+    first (a later collection that reuses the id inherits neither)."""
+    shares.forget(resource)
+    share_overrides.drop(shares.db, resource)
+
+
+def _recipient_id(environ: Mapping[str, Any]) -> int | None:
+    principal = environ.get(ENVIRON_PRINCIPAL)
+    return principal.user_id if isinstance(principal, Principal) else None
 
 
 def _text(tag: str, text: str, parent: etree._Element | None = None) -> etree._Element:
@@ -206,6 +231,8 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
     objects, sync token and properties; what the recipient may do follows from the grant."""
 
     share: SharedState
+    #: Properties the recipient may set for themselves (``share_overrides``).
+    personal_properties: frozenset[str] = frozenset({DISPLAYNAME})
 
     def bind_share(self, share: SharedState) -> None:
         """Make this collection the recipient's view of ``share`` (call from ``__init__``)."""
@@ -216,7 +243,26 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
     def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
         props.update(self.share.properties(self.environ, self.backend.display_name))
+        for name, xml in self.overrides().items():
+            props[name] = partial(etree.fromstring, xml)
         return props
+
+    def overrides(self) -> dict[str, str]:
+        """The recipient's own values, read once per request for all collections of a kind."""
+        resource = self.share.reach.resource
+        recipient = _recipient_id(self.environ)
+        if recipient is None:
+            return {}
+        loaded = self.environ.setdefault(ENVIRON_OVERRIDES, {})
+        if resource.kind not in loaded:
+            loaded[resource.kind] = share_overrides.load_all(
+                self.backend.db, recipient, resource.kind
+            )
+        found: dict[str, str] = loaded[resource.kind].get(resource.id, {})
+        return found
+
+    def check_personal_value(self, name: str, value: etree._Element | None) -> None:
+        """Raise a DAVError for a value the owner could not set either (subclasses)."""
 
     def member_resource(self, row: Any) -> TextObjectResource:
         resource = super().member_resource(row)
@@ -233,7 +279,16 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
         return True
 
     def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        raise self.share.refuse_proppatch(str(self.get_href()))
+        """PROPPATCH: a personal property is the recipient's own; the rest is refused."""
+        recipient = _recipient_id(self.environ)
+        if name not in self.personal_properties or recipient is None:
+            raise self.share.refuse_proppatch(str(self.get_href()))
+        self.check_personal_value(name, value)
+        if dry_run:
+            return
+        xml = None if value is None else etree.tostring(value, encoding="unicode")
+        share_overrides.save(self.backend.db, recipient, self.share.reach.resource, name, xml)
+        self.environ.pop(ENVIRON_OVERRIDES, None)
 
 
 class SharedRow(Protocol):

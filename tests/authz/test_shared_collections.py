@@ -219,7 +219,8 @@ def test_viewer_reads_everything_and_writes_nothing(
     patch = server.request(
         "PROPPATCH",
         SHARED_CAL,
-        '<d:propertyupdate xmlns:d="DAV:"><d:set><d:prop><d:displayname>Mine</d:displayname>'
+        f'<d:propertyupdate xmlns:d="DAV:" xmlns:c="{NS["c"]}"><d:set><d:prop>'
+        "<c:calendar-description>Mine</c:calendar-description>"
         "</d:prop></d:set></d:propertyupdate>",
         user="bob",
     )
@@ -352,3 +353,80 @@ def test_home_listing_costs_the_same_for_two_or_ten_shared_calendars(server: Liv
     assert len(selects[0]) == len(selects[1]), selects
     # Warm: the grant set comes from the engine's cache (the generation read is all it costs).
     assert not [s for s in selects[1] if "FROM grants" in s], selects[1]
+
+
+APPLE = "http://apple.com/ns/ical/"
+
+
+def proppatch(server: LiveServer, path: str, inner: str, user: str = "bob") -> str:
+    body = (
+        f'<d:propertyupdate xmlns:d="DAV:" xmlns:a="{APPLE}" xmlns:c="{NS["c"]}">'
+        f"{inner}</d:propertyupdate>"
+    )
+    response = server.request("PROPPATCH", path, body, user=user)
+    assert response.status == 207, response.text
+    return response.text
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.EDITOR])
+def test_recipient_names_colours_and_orders_a_shared_calendar_for_himself(
+    server: LiveServer, role: Role
+) -> None:
+    """As Nextcloud lets a sharee (and Apple Calendar PROPPATCHes calendar-order on reorder):
+    bob's own values, seen by him only; alice's calendar keeps hers."""
+    share(server, "calendars/alice/personal", role)
+    answer = proppatch(
+        server,
+        SHARED_CAL,
+        "<d:set><d:prop><d:displayname>Alice (work)</d:displayname>"
+        "<a:calendar-color>#FF0000FF</a:calendar-color><a:calendar-order>3</a:calendar-order>"
+        "</d:prop></d:set>",
+    )
+    assert "403" not in answer and "200" in answer
+    props = "<d:displayname/><a:calendar-color/><a:calendar-order/>"
+    bob_view = server.request(
+        "PROPFIND",
+        BOB_HOME,
+        f'<d:propfind xmlns:d="DAV:" xmlns:a="{APPLE}"><d:prop>{props}</d:prop></d:propfind>',
+        {"Depth": "1"},
+        user="bob",
+    )
+    assert bob_view.status == 207
+    shared = _response_of(bob_view.body, SHARED_CAL)
+    assert shared.findtext(".//d:displayname", namespaces=NS) == "Alice (work)"
+    assert shared.findtext(f".//{{{APPLE}}}calendar-color") == "#FF0000FF"
+    assert shared.findtext(f".//{{{APPLE}}}calendar-order") == "3"
+    alice_view = server.request(
+        "PROPFIND",
+        ALICE_CAL,
+        f'<d:propfind xmlns:d="DAV:" xmlns:a="{APPLE}"><d:prop>{props}</d:prop></d:propfind>',
+        {"Depth": "0"},
+        user="alice",
+    )
+    own = _response_of(alice_view.body, ALICE_CAL)
+    assert own.findtext(".//d:displayname", namespaces=NS) == "Personal"
+    assert own.findtext(f".//{{{APPLE}}}calendar-color") != "#FF0000FF"
+    # Removing bob's value shows alice's again; a bad value is refused like the owner's.
+    proppatch(server, SHARED_CAL, "<d:remove><d:prop><d:displayname/></d:prop></d:remove>")
+    again = propfind(server, SHARED_CAL, "<d:displayname/>")[SHARED_CAL]
+    assert again.findtext("d:displayname", namespaces=NS) == "Personal"
+    bad = proppatch(
+        server,
+        SHARED_CAL,
+        "<d:set><d:prop><a:calendar-order>first</a:calendar-order></d:prop></d:set>",
+    )
+    assert "200" not in bad
+    # Declining the share drops bob's values with it.
+    assert server.request("DELETE", SHARED_CAL, user="bob").status == 204
+    assert server.services is not None
+    from oxidav.db.models.share_overrides import ShareOverride
+
+    with server.services.db.read() as session:
+        assert session.query(ShareOverride).count() == 0
+
+
+def _response_of(body: bytes, href: str) -> etree._Element:
+    for item in etree.fromstring(body).iterfind("d:response", NS):
+        if item.findtext("d:href", namespaces=NS) == href:
+            return item
+    raise AssertionError(f"{href} not in {body!r}")

@@ -138,3 +138,28 @@ def test_python_caldav_read_only_share(live_server: LiveServer, bob_client) -> N
     with pytest.raises(caldav_error.DAVError):
         calendar.save_event(ics("from-bob"))
     assert len(propfind(live_server, ALICE_CAL, "<d:getetag/>", "1", user="alice")) == 2
+
+
+def test_recipient_renames_a_shared_address_book_for_himself(books: LiveServer) -> None:
+    share(books, "addressbooks/alice/contacts", Role.VIEWER)
+    patch = books.request(
+        "PROPPATCH",
+        SHARED_BOOK,
+        '<d:propertyupdate xmlns:d="DAV:"><d:set><d:prop><d:displayname>Alice people'
+        "</d:displayname></d:prop></d:set></d:propertyupdate>",
+        user="bob",
+    )
+    assert patch.status == 207 and "200" in patch.text and "403" not in patch.text
+    mine = propfind(books, SHARED_BOOK, "<d:displayname/>")[SHARED_BOOK]
+    assert mine.findtext("d:displayname", namespaces=NS) == "Alice people"
+    hers = propfind(books, ALICE_BOOK, "<d:displayname/>", user="alice")[ALICE_BOOK]
+    assert hers.findtext("d:displayname", namespaces=NS) != "Alice people"
+    description = books.request(
+        "PROPPATCH",
+        SHARED_BOOK,
+        f'<d:propertyupdate xmlns:d="DAV:" xmlns:C="{CARDDAV}"><d:set><d:prop>'
+        "<C:addressbook-description>x</C:addressbook-description></d:prop></d:set>"
+        "</d:propertyupdate>",
+        user="bob",
+    )
+    assert description.status == 207 and "403" in description.text

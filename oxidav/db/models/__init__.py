@@ -4,7 +4,17 @@ Each room of oxidav owns one module: ``users`` (authz), ``blobs``, ``tree``, ``c
 ``contacts``. Add a module here when a room gains tables, and an Alembic revision with it.
 """
 
-from oxidav.db.models import authz, blobs, calendars, contacts, links, nextcloud, sync, tree
+from oxidav.db.models import (
+    authz,
+    blobs,
+    calendars,
+    contacts,
+    links,
+    nextcloud,
+    share_overrides,
+    sync,
+    tree,
+)
 from oxidav.db.models.users import AppPassword, User
 
 __all__ = [
@@ -16,6 +26,7 @@ __all__ = [
     "contacts",
     "links",
     "nextcloud",
+    "share_overrides",
     "sync",
     "tree",
 ]
