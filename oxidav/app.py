@@ -3,6 +3,7 @@
 The request path of DESIGN §3, outermost first::
 
     AccessLog                       one line per request
+    RejectBadPaths                  a path that is not UTF-8: 400
     Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
                                     public links: /s/<token>, /public.php/webdav and
                                     /public.php/dav/files/<token> (their own WsgiDAVApps:
@@ -44,6 +45,7 @@ from oxidav.providers.files_locks import DbLockStorage
 from oxidav.providers.principals import PrincipalsProvider
 from oxidav.providers.resolver import OxiRequestResolver
 from oxidav.providers.root import DavRootProvider
+from oxidav.request_guard import RejectBadPaths
 from oxidav.routes import DISCOVERY_ROUTES, Router
 from oxidav.services import Services
 from oxidav.settings import Settings
@@ -150,4 +152,4 @@ def make_app(settings: Settings, services: Services | None = None) -> WSGIApplic
         *nextcloud_routes(services),
         *public_link_routes(settings, services),
     ]
-    return AccessLog(Router(routes, fallback=dav))
+    return AccessLog(RejectBadPaths(Router(routes, fallback=dav)))
