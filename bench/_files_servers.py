@@ -57,6 +57,11 @@ class Server:
                 return int(line.split()[1])
         return 0
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the server process has used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def client(self) -> Client:
         return Client(self)
 

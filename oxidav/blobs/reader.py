@@ -1,14 +1,18 @@
 """``ContentReader``: a readable, seekable file object over one manifest's chunks.
 
-Chunk lists are read from the database a page at a time (one indexed query finds the chunk that
-holds a byte position). ``iter_range`` streams a byte range (an HTTP Range GET) and, on a remote
-store, fetches the next few chunks in parallel while the current one is sent.
+Chunk lists come from the process's ``ManifestCache`` (``oxidav.blobs.manifest_cache``): a
+manifest never changes, so its entries are read from the database once per 256 MiB of content
+and a read of a known content makes no query at all. ``iter_range`` streams a byte range (an
+HTTP Range GET) and, on a remote store, fetches the next few chunks in parallel while the
+current one is sent; a chunk it reads whole is read in pieces of the block size and hashed as
+they come, so its bytes are served without a copy.
 
 Integrity policy:
 
 * A chunk read whole — every chunk ``read``/``readinto`` touches, and every chunk ``iter_range``
   needs at least half of — is checked against its BLAKE3 name and length before a single byte
-  of it is returned: a corrupt or missing chunk raises, it is never served.
+  of it is returned (``fetch_chunk``, ``fetch_verified``): a corrupt or missing chunk raises,
+  it is never served.
 * A range that needs less than half of a chunk (``PARTIAL_BELOW``; the first and last chunk of a
   small Range GET) reads only those bytes from the store (``get_range``: a positioned read on
   disk, a ranged GET on S3) and checks only their length (a truncated chunk still raises).
@@ -32,16 +36,14 @@ from typing import Any
 
 import blake3
 
-from oxidav.blobs import catalog
+from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.store import BlobIntegrityError, BlobStore
 from oxidav.db import Database
 
-#: Manifest entries fetched per database query.
-ENTRY_PAGE = 256
 DEFAULT_BLOCK = 256 * 1024
-#: ``iter_range`` asks for about one manifest entry per this many bytes of the range (plus 2).
-RANGE_PAGE_BYTES = 64 * 1024
+#: Entries per page of the old paged reader (``bench/blobs_range_read.py``'s BEFORE copy).
+ENTRY_PAGE = 256
 #: A range needing less than this fraction of a chunk reads only its bytes (unhashed).
 PARTIAL_BELOW = 0.5
 
@@ -57,33 +59,77 @@ def fetch_chunk(store: BlobStore, entry: ManifestEntry) -> bytes:
     return data
 
 
-def fetch_part(store: BlobStore, entry: ManifestEntry, lo: int, hi: int) -> bytes:
-    """Bytes ``[lo, hi)`` of the chunk of ``entry`` (offsets within the chunk). Less than
-    ``PARTIAL_BELOW`` of the chunk is read alone and length-checked; more, the whole chunk is
-    read and verified (``fetch_chunk``). See the module docstring for the policy."""
+def fetch_part(
+    store: BlobStore, entry: ManifestEntry, lo: int, hi: int, block: int = DEFAULT_BLOCK
+) -> list[bytes]:
+    """Bytes ``[lo, hi)`` of the chunk of ``entry`` (offsets within the chunk) as pieces of at
+    most ``block`` bytes. Less than ``PARTIAL_BELOW`` of the chunk is read alone and
+    length-checked; more, the whole chunk is read and verified first (``fetch_verified``). See
+    the module docstring for the policy."""
     if (hi - lo) >= entry.size * PARTIAL_BELOW:
-        data = fetch_chunk(store, entry)
-        return data if lo == 0 and hi == entry.size else data[lo:hi]
-    part = b"".join(store.get_range(entry.chunk_hash, lo, hi, max(hi - lo, 1)))
-    if len(part) != hi - lo:
+        return fetch_verified(store, entry, lo, hi, block)
+    pieces = list(store.get_range(entry.chunk_hash, lo, hi, block))
+    read = sum(map(len, pieces))
+    if read != hi - lo:
         raise BlobIntegrityError(
             f"chunk {entry.chunk_hash} is truncated (bytes {lo}-{hi} of {entry.size} asked, "
-            f"{len(part)} read)"
+            f"{read} read)"
         )
-    return part
+    return pieces
+
+
+def fetch_verified(
+    store: BlobStore, entry: ManifestEntry, lo: int, hi: int, block: int = DEFAULT_BLOCK
+) -> list[bytes]:
+    """Bytes ``[lo, hi)`` of the chunk of ``entry`` as pieces of at most ``block`` bytes, after
+    the whole chunk was read and checked like ``fetch_chunk`` (length and BLAKE3). The chunk is
+    read in pieces and hashed as it comes, so the bytes are served without a copy."""
+    hasher = blake3.blake3()
+    pieces: list[bytes] = []
+    read = 0
+    # One byte more than the manifest says: a chunk that grew is caught by its length.
+    for piece in store.get_range(entry.chunk_hash, 0, entry.size + 1, block):
+        hasher.update(piece)
+        pieces.append(piece)
+        read += len(piece)
+    if read != entry.size or hasher.hexdigest() != entry.chunk_hash:
+        raise BlobIntegrityError(
+            f"chunk {entry.chunk_hash} is corrupt (read {read} bytes, expected {entry.size})"
+        )
+    if lo == 0 and hi == entry.size:
+        return pieces
+    wanted: list[bytes] = []
+    position = 0
+    for piece in pieces:
+        first, after = position, position + len(piece)
+        position = after
+        if after > lo and first < hi:
+            whole = lo <= first and after <= hi
+            wanted.append(
+                piece if whole else piece[max(lo, first) - first : min(hi, after) - first]
+            )
+    return wanted
 
 
 class ContentReader(io.RawIOBase):
     """File object over the content of manifest ``manifest_hash`` (``size`` bytes)."""
 
-    def __init__(self, db: Database, store: BlobStore, manifest_hash: str, size: int) -> None:
+    def __init__(
+        self,
+        db: Database,
+        store: BlobStore,
+        manifest_hash: str,
+        size: int,
+        manifests: ManifestCache | None = None,
+    ) -> None:
         super().__init__()
         self.db = db
         self.store = store
         self.manifest_hash = manifest_hash
         self.size = size
+        #: Where the chunk list comes from (default: the process's cache of ``db``).
+        self.manifests = manifests if manifests is not None else cache_for(db)
         self._pos = 0
-        self._page: list[ManifestEntry] = []
         self._chunk: tuple[ManifestEntry, bytes] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: dict[int, Future[bytes]] = {}
@@ -149,7 +195,6 @@ class ContentReader(io.RawIOBase):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._chunk = None
-        self._page = []
         super().close()
 
     def _check_open(self) -> None:
@@ -183,8 +228,9 @@ class ContentReader(io.RawIOBase):
 
     def _read_ahead(self, current: ManifestEntry) -> None:
         """Start fetching the chunks after ``current`` (sequential reads on a remote store)."""
-        index = next(i for i, e in enumerate(self._page) if e.start == current.start)
-        upcoming = self._page[index + 1 : index + 1 + self.store.concurrency]
+        upcoming = self.manifests.following(
+            self.db, self.manifest_hash, current, self.store.concurrency, self.size
+        )
         wanted = {e.start for e in upcoming}
         for start in [s for s in self._ahead if s not in wanted]:
             self._ahead.pop(start).cancel()
@@ -201,37 +247,11 @@ class ContentReader(io.RawIOBase):
         return self._pool
 
     def _entry_at(self, position: int) -> ManifestEntry:
-        for entry in self._page:
-            if entry.start <= position < entry.start + entry.size:
-                return entry
-        with self.db.read() as session:
-            self._page = catalog.entries_from(session, self.manifest_hash, position, ENTRY_PAGE)
-        if (
-            not self._page
-            or not self._page[0].start <= position < self._page[0].start + self._page[0].size
-        ):
-            raise BlobIntegrityError(
-                f"manifest {self.manifest_hash} has no chunk for byte {position}"
-            )
-        return self._page[0]
+        return self.manifests.entry_at(self.db, self.manifest_hash, position)
 
     def _entries(self, start: int, end: int) -> Iterator[ManifestEntry]:
-        """The entries overlapping ``[start, end)``, a page per query (a small range asks for
-        a few entries, not a whole page: a Range GET of 64 KiB needs one or two)."""
-        position = start
-        while position < end:
-            limit = min(ENTRY_PAGE, 2 + (end - position) // RANGE_PAGE_BYTES)
-            with self.db.read() as session:
-                page = catalog.entries_from(session, self.manifest_hash, position, limit)
-            if not page:
-                raise BlobIntegrityError(
-                    f"manifest {self.manifest_hash} has no chunk for byte {position}"
-                )
-            for entry in page:
-                if entry.start >= end:
-                    return
-                yield entry
-                position = entry.start + entry.size
+        """The entries overlapping ``[start, end)``."""
+        return self.manifests.entries(self.db, self.manifest_hash, start, end)
 
     # -- streaming a range ---------------------------------------------------------------
 
@@ -246,13 +266,8 @@ class ContentReader(io.RawIOBase):
         end = min(end_exclusive, self.size)
         if start >= end:
             return
-        for data in self._fetch_ahead(self._parts(start, end)):
-            if len(data) <= block:
-                yield data
-                continue
-            view = memoryview(data)
-            for offset in range(0, len(data), block):
-                yield bytes(view[offset : offset + block])
+        for pieces in self._fetch_ahead(self._parts(start, end), block):
+            yield from pieces
 
     def _parts(self, start: int, end: int) -> Iterator[tuple[ManifestEntry, int, int]]:
         """(entry, lo, hi): the part ``[lo, hi)`` of each chunk that ``[start, end)`` needs."""
@@ -260,17 +275,19 @@ class ContentReader(io.RawIOBase):
             lo = max(start, entry.start) - entry.start
             yield entry, lo, min(end, entry.start + entry.size) - entry.start
 
-    def _fetch_ahead(self, parts: Iterator[tuple[ManifestEntry, int, int]]) -> Iterator[bytes]:
+    def _fetch_ahead(
+        self, parts: Iterator[tuple[ManifestEntry, int, int]], block: int
+    ) -> Iterator[list[bytes]]:
         ahead = self.store.concurrency
         if ahead <= 1:
             for entry, lo, hi in parts:
-                yield fetch_part(self.store, entry, lo, hi)
+                yield fetch_part(self.store, entry, lo, hi, block)
             return
         pool = self._executor()
-        window: collections.deque[Future[bytes]] = collections.deque()
+        window: collections.deque[Future[list[bytes]]] = collections.deque()
         try:
             for entry, lo, hi in parts:
-                window.append(pool.submit(fetch_part, self.store, entry, lo, hi))
+                window.append(pool.submit(fetch_part, self.store, entry, lo, hi, block))
                 if len(window) > ahead:
                     yield window.popleft().result()
             while window:
@@ -280,4 +297,4 @@ class ContentReader(io.RawIOBase):
                 future.cancel()
 
 
-__all__ = ["PARTIAL_BELOW", "ContentReader", "fetch_chunk", "fetch_part"]
+__all__ = ["PARTIAL_BELOW", "ContentReader", "fetch_chunk", "fetch_part", "fetch_verified"]

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from wsgidav.dav_error import (
     HTTP_INSUFFICIENT_STORAGE,
     DAVError,
@@ -23,9 +23,11 @@ from wsgidav.dav_error import (
 
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
+from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
+from oxidav.providers.prepared_read import PreparedRead
 from oxidav.tree import QuotaExceeded, TreeError, quota_limit, resolve
-from oxidav.tree.nodes import ensure_root, resolve_many
+from oxidav.tree.nodes import ensure_root, resolve_many, select_live
 from oxidav.tree.types import NodeInfo
 
 ENVIRON_CACHE = "oxidav.files.cache"
@@ -36,6 +38,10 @@ ENVIRON_NODE = "oxidav.files.node"
 ENVIRON_CREATED = "oxidav.files.created"
 USER_CACHE_SECONDS = 30.0
 QUOTA_NOT_EXCEEDED = "{DAV:}quota-not-exceeded"
+#: The live node at a path: the one read of a GET (``oxidav.providers.prepared_read``).
+_NODE_AT = PreparedRead(
+    select_live().where(Node.user_id == bindparam("user_id"), Node.path == bindparam("path"))
+)
 
 
 def dav_error(exc: TreeError) -> DAVError:
@@ -116,8 +122,10 @@ class FilesBackend:
         cache = request_cache(environ).nodes
         key = (target.user_id, target.tree_path)
         if key not in cache:
-            with self.db.read() as session:
-                cache[key] = resolve(session, target.user_id, target.tree_path)
+            row = _NODE_AT.first(
+                self.db.engine, {"user_id": target.user_id, "path": target.tree_path}
+            )
+            cache[key] = None if row is None else NodeInfo.from_row(row)
         return cache[key]
 
     def prefetch(self, environ: dict[str, Any], target: Target, paths: list[str]) -> None:

@@ -1,6 +1,10 @@
 """GET and HEAD of a file: streamed from its manifest, with conditionals and byte ranges.
 
-RFC 9110 §13 conditionals go through WsgiDAV's evaluation (304 / 412). Ranges follow §14: one
+RFC 9110 §13 conditionals are evaluated here in §13.2.2's order (If-Match, else
+If-Unmodified-Since -> 412; If-None-Match, else If-Modified-Since -> 304), comparing dates in
+whole seconds as HTTP dates are (WsgiDAV answers 200 to an If-Modified-Since equal to the
+Last-Modified it sent, and checks If-Unmodified-Since even when If-Match is present); the WebDAV
+``If`` header goes through WsgiDAV's evaluation (412). Ranges follow §14: one
 satisfiable range gives a 206 with Content-Range; several give a ``multipart/byteranges`` body
 (§14.6), which WsgiDAV cannot produce (it serves only the first range); none satisfiable gives
 416 with ``Content-Range: bytes */size``; an invalid Range header, or one that fails If-Range,
@@ -15,7 +19,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from wsgidav import util
-from wsgidav.dav_error import HTTP_RANGE_NOT_SATISFIABLE, DAVError
+from wsgidav.dav_error import (
+    HTTP_NOT_MODIFIED,
+    HTTP_PRECONDITION_FAILED,
+    HTTP_RANGE_NOT_SATISFIABLE,
+    DAVError,
+)
 
 from oxidav.providers.files_context import ENVIRON_NODE
 from oxidav.providers.files_resources import FileResource
@@ -87,6 +96,53 @@ def _if_range_holds(environ: dict[str, Any], res: FileResource) -> bool:
     return stamp is not None and int(res.get_last_modified()) == stamp
 
 
+def _etag_listed(header: str, etag: str) -> bool:
+    return any(tag in (etag, "*") for tag in util.parse_if_match_header(header))
+
+
+def check_conditionals(server: Any, environ: dict[str, Any], res: FileResource) -> None:
+    """RFC 9110 §13.2.2 for GET / HEAD of an existing file: 412 or 304 (``DAVError``)."""
+    etag = res.get_etag()
+    modified = int(res.get_last_modified())
+    if_match = environ.get("HTTP_IF_MATCH")
+    if if_match is not None:
+        if not _etag_listed(if_match, etag):
+            raise DAVError(HTTP_PRECONDITION_FAILED, "If-Match header condition failed")
+    elif "HTTP_IF_UNMODIFIED_SINCE" in environ:
+        date = util.parse_time_string(environ["HTTP_IF_UNMODIFIED_SINCE"])
+        if date is not None and modified > date:
+            raise DAVError(HTTP_PRECONDITION_FAILED, "If-Unmodified-Since condition failed")
+    if_none_match = environ.get("HTTP_IF_NONE_MATCH")
+    if if_none_match is not None:
+        if _etag_listed(if_none_match, etag):
+            raise DAVError(HTTP_NOT_MODIFIED)
+    elif "HTTP_IF_MODIFIED_SINCE" in environ:
+        date = util.parse_time_string(environ["HTTP_IF_MODIFIED_SINCE"])
+        if date is not None and modified <= date:
+            raise DAVError(HTTP_NOT_MODIFIED)
+    if "HTTP_IF" in environ:
+        _check_if_header(server, environ, res, etag)
+
+
+def _check_if_header(server: Any, environ: dict[str, Any], res: FileResource, etag: str) -> None:
+    """The WebDAV ``If`` header (RFC 4918 §10.4), as WsgiDAV evaluates it."""
+    util.parse_if_header_dict(environ)
+    ref_url = res.get_ref_url()
+    manager = server._davProvider.lock_manager
+    tokens = (
+        [
+            lock["token"]
+            for lock in manager.get_indirect_url_lock_list(
+                ref_url, principal=environ["wsgidav.user_name"]
+            )
+        ]
+        if manager
+        else []
+    )
+    if not util.test_if_header_dict(res, environ["wsgidav.conditions.if"], ref_url, tokens, etag):
+        raise DAVError(HTTP_PRECONDITION_FAILED, "'If' header condition failed.")
+
+
 def _stream(res: FileResource, ranges: list[Range]) -> Iterator[bytes]:
     reader = res.get_content()
     try:
@@ -131,7 +187,7 @@ def send_file(
     """Answer GET / HEAD for ``res`` (a generator, as WsgiDAV's handlers are). The node row
     goes to ``environ["oxidav.files.node"]`` for middleware (OC-Checksum and the like)."""
     environ[ENVIRON_NODE] = res.node
-    server._evaluate_if_headers(res, environ)
+    check_conditionals(server, environ, res)
     size = res.get_content_length()
     headers = [
         ("Content-Type", res.get_content_type()),

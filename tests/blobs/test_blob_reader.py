@@ -1,4 +1,5 @@
-"""ContentReader: read, seek, tell, ranges; corrupt and missing chunks raise (SQLite + PG)."""
+"""ContentReader: read, seek, tell, ranges; corrupt and missing chunks raise; the manifest
+cache serves chunk lists without queries, within its bound (SQLite + PG)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,19 @@ import io
 import random
 
 import pytest
+from sqlalchemy import event
 
-from oxidav.blobs import BlobChain, BlobIntegrityError, BlobNotFoundError, LocalBlobStore, catalog
+from oxidav.blobs import (
+    BlobChain,
+    BlobIntegrityError,
+    BlobNotFoundError,
+    ContentReader,
+    LocalBlobStore,
+    catalog,
+)
 from oxidav.blobs.chunking import ChunkParams
+from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
-from oxidav.blobs.reader import ENTRY_PAGE
 
 from .support import RecordingStore, pieces, random_bytes
 
@@ -76,16 +85,80 @@ def test_iter_range(chain: BlobChain, stored: str) -> None:
             list(reader.iter_range(5, 4))
 
 
-def test_many_chunks_span_entry_pages(chain: BlobChain) -> None:
-    # More chunks than one page of entries (small chunks: the default sizes would need GiBs).
+def test_many_chunks_span_cache_pages(chain: BlobChain) -> None:
+    # Small chunks and a small page span: a read crosses many pages of the manifest cache.
     small = BlobChain(chain.db, chain.store, ChunkParams(32 << 10, 64 << 10, 128 << 10))
-    data = b"".join(random_bytes(70_000, seed=i) + bytes(70_000) for i in range(ENTRY_PAGE))
+    data = b"".join(random_bytes(70_000, seed=i) + bytes(70_000) for i in range(40))
     manifest = small.ingest(pieces(data, 1 << 20)).manifest_hash
-    assert len(list(catalog.iter_entries(chain.db, manifest))) > ENTRY_PAGE
-    with chain.open(manifest) as reader:
+    entries = list(catalog.iter_entries(chain.db, manifest))
+    cache = ManifestCache(span=256 << 10)
+    with ContentReader(chain.db, chain.store, manifest, len(data), cache) as reader:
         assert b"".join(reader.iter_range(0, len(data), 1 << 20)) == data
+        pages = cache.loads
+        assert 15 <= pages <= -(-len(data) // (256 << 10))  # each page loaded once
         reader.seek(len(data) - 1000)
         assert reader.read() == data[-1000:]
+        starts = (0, 255 << 10, 256 << 10, (512 << 10) - 7, len(data) - 70_001)
+        for start in starts:
+            got = b"".join(reader.iter_range(start, start + 70_000, 10_000))
+            assert got == data[start : start + 70_000]
+        assert pages <= cache.loads <= pages + 1  # + the last page, whose chunk starts before
+        loads = cache.loads
+        assert b"".join(reader.iter_range(0, len(data), 1 << 20)) == data
+        for start in starts:
+            assert b"".join(reader.iter_range(start, start + 9)) == data[start : start + 9]
+        assert cache.loads == loads
+    assert len(entries) > 40
+    assert [cache.entry_at(chain.db, manifest, e.start) for e in entries] == entries
+
+
+def _statements(chain: BlobChain) -> list[str]:
+    seen: list[str] = []
+    event.listen(chain.db.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    return seen
+
+
+def test_a_cached_manifest_is_read_without_a_query(chain: BlobChain, stored: str) -> None:
+    size = len(DATA)
+    with chain.open(stored, size) as reader:
+        assert b"".join(reader.iter_range(0, size)) == DATA
+    seen = _statements(chain)
+    rng = random.Random(5)
+    for _ in range(20):
+        start = rng.randrange(size - 65_536)
+        with chain.open(stored, size) as reader:
+            assert b"".join(reader.iter_range(start, start + 65_536)) == DATA[start:][:65_536]
+            reader.seek(start)
+            assert reader.read(1000) == DATA[start : start + 1000]
+    assert seen == []
+    assert cache_for(chain.db) is cache_for(chain.db)
+
+
+def test_the_cache_stays_within_its_bound_and_reloads_what_it_evicted(chain: BlobChain) -> None:
+    contents = [random_bytes(3_000_000, seed=100 + i) for i in range(6)]
+    manifests = [chain.ingest(pieces(c)).manifest_hash for c in contents]
+    one_page = len(list(catalog.iter_entries(chain.db, manifests[0])))
+    cache = ManifestCache(max_bytes=2 * (400 + 48 * (one_page + 2)))
+
+    def read(i: int, start: int, end: int) -> bytes:
+        with ContentReader(chain.db, chain.store, manifests[i], len(contents[i]), cache) as r:
+            return b"".join(r.iter_range(start, end))
+
+    for i, content in enumerate(contents):
+        assert read(i, 1000, 70_000) == content[1000:70_000]
+        assert cache.size_bytes <= cache.max_bytes
+        assert len(cache) <= 2
+    loads = cache.loads
+    # manifests[0] was evicted by the later ones: read again, it is reloaded, still correct.
+    assert read(0, 2_000_000, 2_065_536) == contents[0][2_000_000:2_065_536]
+    assert cache.loads == loads + 1
+    assert read(0, 5, 10) == contents[0][5:10]
+    assert cache.loads == loads + 1
+    # A bound below one page caches nothing, and reads stay correct.
+    tiny = ManifestCache(max_bytes=10)
+    with ContentReader(chain.db, chain.store, manifests[1], len(contents[1]), tiny) as reader:
+        assert reader.read() == contents[1]
+    assert len(tiny) == 0 and tiny.size_bytes == 0
 
 
 def test_corrupt_chunk_raises(chain: BlobChain, stored: str, local_store) -> None:
@@ -158,7 +231,23 @@ def test_half_a_chunk_or_more_is_read_whole_and_verified(
     store.reset()
     with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError):
         list(reader.iter_range(entry.start, entry.start + entry.size // 2))
-    assert store.gets == [entry.chunk_hash] and store.ranges == []
+    # The whole chunk was read (one byte more is asked, so a grown chunk is caught too).
+    assert store.gets == [] and store.ranges == [(entry.chunk_hash, 0, entry.size + 1)]
+
+
+def test_a_chunk_read_whole_is_served_in_pieces_and_a_grown_chunk_fails(
+    recorded: tuple[BlobChain, RecordingStore, str], local_store: LocalBlobStore
+) -> None:
+    rchain, _store, manifest = recorded
+    entry = _big_entry(rchain, manifest)
+    lo, hi = entry.start + 1000, entry.start + entry.size - 1000
+    with rchain.open(manifest) as reader:
+        pieces = list(reader.iter_range(lo, hi, 100_000))
+    assert b"".join(pieces) == DATA[lo:hi] and max(map(len, pieces)) <= 100_000
+    path = local_store.path(entry.chunk_hash)
+    path.write_bytes(path.read_bytes() + b"x")
+    with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError, match="corrupt"):
+        list(reader.iter_range(lo, hi))
 
 
 def test_truncated_chunk_fails_a_small_range(
