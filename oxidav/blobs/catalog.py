@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, case, func, literal, select, update
+from sqlalchemy import BigInteger, Connection, Table, bindparam, case, func, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
-from oxidav.db import Database, UTCDateTime, utcnow
+from oxidav.db import Database, UTCDateTime, core, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
 
 #: Largest ``IN (…)`` list sent in one statement.
@@ -77,27 +77,60 @@ def chunk_refcounts(session: Session, keys: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def register_chunk_intents(session: Session, sizes: dict[str, int], now: datetime) -> None:
-    """Record that the chunks ``sizes`` are about to be written: a new row with refcount 0, or,
-    for an unreferenced row, a fresh ``orphaned_at`` so that gc leaves it alone for a grace
-    period. On PostgreSQL the upsert waits for a gc transaction deleting the same row; on
-    SQLite the write lock serializes them; either way the bytes are written after any gc that
-    claimed the chunk has deleted them."""
-    if not sizes:
-        return
-    stmt = _insert(session, _chunks)
-    stmt = stmt.on_conflict_do_update(
+def _claim_statement(dialect: Any) -> Any:
+    stmt = dialect.insert(_chunks)
+    return stmt.on_conflict_do_update(
         index_elements=[_chunks.c.hash],
-        set_={"orphaned_at": now},
+        set_={"orphaned_at": stmt.excluded.orphaned_at},
         where=_chunks.c.refcount == 0,
     )
-    session.execute(
-        stmt,
-        [
-            {"hash": key, "size": size, "refcount": 0, "created_at": now, "orphaned_at": now}
-            for key, size in sorted(sizes.items())  # one lock order for every writer
-        ],
-    )
+
+
+# The statements of the ingest hot path, built once (``oxidav.db.core``): building a statement
+# costs more than running it on a small batch.
+_REFCOUNTS = select(_chunks.c.hash, _chunks.c.refcount).where(
+    _chunks.c.hash.in_(bindparam("keys", expanding=True))
+)
+_REFCOUNT_ONE = select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.hash == bindparam("key"))
+_CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(postgresql)}
+
+
+def claim_chunks(session: Session, sizes: dict[str, int], now: datetime) -> set[str]:
+    """Of the chunks ``sizes`` (hash -> size) an ingest is about to need, return those it must
+    write, having recorded the intent to write them: every chunk without a row or with an
+    unreferenced one (refcount 0 is never trusted: it may be garbage whose bytes gc is deleting,
+    or an intent of an ingest that failed before writing). Referenced chunks are left alone and
+    not returned. One ``SELECT`` per ``IN_LIST_MAX`` keys, then one upsert (``executemany``) of
+    the others, in hash order (one lock order for every writer).
+
+    The intent is a new row with refcount 0, or, for an unreferenced row, a fresh
+    ``orphaned_at``, so that gc leaves it alone for a grace period. On PostgreSQL the upsert
+    waits for a gc transaction deleting the same row; on SQLite the write lock serializes them;
+    either way the bytes are written after any gc that claimed the chunk has deleted them. On
+    PostgreSQL a row may gain a reference between the two statements (another ingest's manifest
+    commits): it is left as it is and still returned, and writing it again is harmless (a key
+    names its bytes; a write replaces a blob atomically)."""
+    if not sizes:
+        return set()
+    conn = core(session)
+    keys = list(sizes)
+    referenced: set[str] = set()
+    for part in _batches(keys):
+        if len(part) == 1:
+            rows = conn.execute(_REFCOUNT_ONE, {"key": part[0]})
+        else:
+            rows = conn.execute(_REFCOUNTS, {"keys": part})
+        referenced.update(row[0] for row in rows if row[1] > 0)
+    wanted = sorted(key for key in keys if key not in referenced)
+    if wanted:
+        conn.execute(
+            _CLAIM[conn.dialect.name],
+            [
+                {"hash": k, "size": sizes[k], "refcount": 0, "created_at": now, "orphaned_at": now}
+                for k in wanted
+            ],
+        )
+    return set(wanted)
 
 
 def adopt_orphan_files(session: Session, sizes: dict[str, int], now: datetime) -> int:
@@ -153,17 +186,24 @@ def require_manifest(session: Session, manifest_hash: str) -> ManifestInfo:
     return manifest
 
 
+_LOCK_CHUNKS = (
+    select(_chunks.c.hash)
+    .where(_chunks.c.hash.in_(bindparam("keys", expanding=True)))
+    .order_by(_chunks.c.hash)
+    .with_for_update()
+)
+
+
 def lock_chunks(session: Session, keys: Sequence[str]) -> None:
     """On PostgreSQL, lock the chunk rows ``keys`` in hash order (see ``lock_chunks_in_order``)."""
-    if session.get_bind().dialect.name != "postgresql":
+    _lock_chunks(core(session), keys)
+
+
+def _lock_chunks(conn: Connection, keys: Sequence[str]) -> None:
+    if conn.dialect.name != "postgresql":
         return
     for part in _batches(sorted(keys)):
-        session.execute(
-            select(_chunks.c.hash)
-            .where(_chunks.c.hash.in_(part))
-            .order_by(_chunks.c.hash)
-            .with_for_update()
-        ).all()
+        conn.execute(_LOCK_CHUNKS, {"keys": part}).all()
 
 
 def lock_chunks_in_order(session: Session, manifest_hashes: Sequence[str]) -> None:
@@ -209,31 +249,73 @@ def _add_chunk_references(session: Session, manifest_hash: str, distinct: int) -
         raise BlobChainConflictError(f"chunks of manifest {manifest_hash} vanished during ingest")
 
 
-def _insert_or_touch_manifest(session: Session, values: dict[str, Any], now: datetime) -> bool:
+def _insert_manifest_statement(dialect: Any) -> Any:
+    return (
+        dialect.insert(_manifests)
+        .on_conflict_do_nothing(index_elements=[_manifests.c.hash])
+        .returning(_manifests.c.hash)
+    )
+
+
+_INSERT_MANIFEST = {
+    "sqlite": _insert_manifest_statement(sqlite),
+    "postgresql": _insert_manifest_statement(postgresql),
+}
+_TOUCH_MANIFEST = (
+    update(_manifests)
+    .where(_manifests.c.hash == bindparam("manifest_hash"))
+    .values(
+        orphaned_at=case(
+            (_manifests.c.refcount == 0, bindparam("now", type_=UTCDateTime())),
+            else_=_manifests.c.orphaned_at,
+        )
+    )
+)
+_INSERT_ENTRIES = _entries.insert()
+_ADD_USES = (
+    update(_chunks)
+    .where(_chunks.c.hash.in_(bindparam("keys", expanding=True)))
+    .values(refcount=_chunks.c.refcount + bindparam("uses", type_=BigInteger()), orphaned_at=None)
+)
+# One chunk (a small content): no expanding IN list to render.
+_ADD_USES_ONE = (
+    update(_chunks)
+    .where(_chunks.c.hash == bindparam("key"))
+    .values(refcount=_chunks.c.refcount + bindparam("uses", type_=BigInteger()), orphaned_at=None)
+)
+
+
+def _insert_or_touch_manifest(conn: Connection, values: dict[str, Any], now: datetime) -> bool:
     """Insert a manifest row (refcount 0); if it exists, renew the grace period of an
     unreferenced one instead. Returns whether the row was created. A row that vanishes between
     the two statements (a concurrent gc collected it) is inserted afresh."""
+    row = {**values, "refcount": 0, "created_at": now, "orphaned_at": now}
     while True:
-        inserted = session.execute(
-            _insert(session, _manifests)
-            .values(**values, refcount=0, created_at=now, orphaned_at=now)
-            .on_conflict_do_nothing(index_elements=[_manifests.c.hash])
-            .returning(_manifests.c.hash)
-        ).first()
-        if inserted is not None:
+        if conn.execute(_INSERT_MANIFEST[conn.dialect.name], row).first() is not None:
             return True
-        touched = session.execute(
-            update(_manifests)
-            .where(_manifests.c.hash == values["hash"])
-            .values(
-                orphaned_at=case(
-                    (_manifests.c.refcount == 0, literal(now, UTCDateTime())),
-                    else_=_manifests.c.orphaned_at,
-                )
-            )
-        )
-        if touched.rowcount:  # type: ignore[attr-defined]
+        touched = conn.execute(_TOUCH_MANIFEST, {"manifest_hash": values["hash"], "now": now})
+        if touched.rowcount:
             return False
+
+
+def _add_uses(conn: Connection, manifest_hash: str, uses: dict[str, int]) -> None:
+    """Add ``uses[hash]`` to each chunk's refcount (one UPDATE per distinct use count and
+    ``IN_LIST_MAX`` keys; a manifest's chunks are nearly always used once each). The caller
+    has locked the rows in order already."""
+    if len(uses) == 1:
+        ((key, count),) = uses.items()
+        if conn.execute(_ADD_USES_ONE, {"key": key, "uses": count}).rowcount != 1:
+            raise BlobChainConflictError(f"chunk {key} of {manifest_hash} vanished during ingest")
+        return
+    by_count: dict[int, list[str]] = {}
+    for key, count in uses.items():
+        by_count.setdefault(count, []).append(key)
+    changed = 0
+    for count, keys in by_count.items():
+        for part in _batches(sorted(keys)):
+            changed += conn.execute(_ADD_USES, {"keys": part, "uses": count}).rowcount
+    if changed != len(uses):
+        raise BlobChainConflictError(f"chunks of manifest {manifest_hash} vanished during ingest")
 
 
 def create_manifest(
@@ -242,8 +324,9 @@ def create_manifest(
     """Insert the manifest of ``builder`` (refcount 0) with its entries and count them into
     the chunk refcounts. If it already exists, only renew its grace period. Returns whether it
     was created. Raises ``BlobChainConflictError`` if a chunk row is missing."""
+    conn = core(session)
     created = _insert_or_touch_manifest(
-        session,
+        conn,
         {
             "hash": builder.hash,
             "size": builder.size,
@@ -254,7 +337,8 @@ def create_manifest(
     )
     if not created:
         return False
-    lock_chunks(session, sorted(builder.distinct_chunks()))
+    uses = builder.chunk_uses()
+    _lock_chunks(conn, list(uses))
     batch: list[dict[str, Any]] = []
     try:
         for entry in builder.entries():
@@ -267,16 +351,16 @@ def create_manifest(
                 }
             )
             if len(batch) >= INSERT_BATCH:
-                session.execute(_entries.insert(), batch)
+                conn.execute(_INSERT_ENTRIES, batch)
                 batch = []
         if batch:
-            session.execute(_entries.insert(), batch)
+            conn.execute(_INSERT_ENTRIES, batch)
     except IntegrityError as exc:
         raise BlobChainConflictError(
             f"a chunk of manifest {builder.hash} vanished during ingest"
         ) from exc
-    if builder.count:
-        _add_chunk_references(session, builder.hash, len(builder.distinct_chunks()))
+    if uses:
+        _add_uses(conn, builder.hash, uses)
     return True
 
 
@@ -292,7 +376,7 @@ def create_concatenation(
     size = sum(part.size for part in parts)
     count = sum(part.chunk_count for part in parts)
     created = _insert_or_touch_manifest(
-        session,
+        core(session),
         {"hash": manifest_hash, "size": size, "content_hash": content_hash, "chunk_count": count},
         now,
     )
@@ -391,11 +475,11 @@ __all__ = [
     "adopt_orphan_files",
     "change_manifest_refcount",
     "chunk_refcounts",
+    "claim_chunks",
     "create_concatenation",
     "create_manifest",
     "entries_from",
     "get_manifest",
     "iter_entries",
-    "register_chunk_intents",
     "require_manifest",
 ]

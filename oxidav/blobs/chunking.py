@@ -104,7 +104,7 @@ class _Source:
         else:
             self._iter = iter(source)
         self._pending = memoryview(b"")
-        self._expected = expected_length
+        self.expected = expected_length
         # With a known length, read at most one byte past it: enough to detect a long body
         # without draining (or blocking on) whatever follows it in the stream.
         self._limit = None if expected_length is None else expected_length + 1
@@ -150,10 +150,10 @@ class _Source:
     def check_length(self, final: bool) -> None:
         """Raise ``IncompleteContentError`` if the source already holds more bytes than
         announced, or (``final``) holds a different number of them."""
-        if self._expected is None:
+        if self.expected is None:
             return
-        if self.count > self._expected or (final and self.count != self._expected):
-            raise IncompleteContentError(self._expected, self.count)
+        if self.count > self.expected or (final and self.count != self.expected):
+            raise IncompleteContentError(self.expected, self.count)
 
 
 class ChunkedContent:
@@ -173,15 +173,40 @@ class ChunkedContent:
         params: ChunkParams = DEFAULT_CHUNK_PARAMS,
     ) -> None:
         self._source = _Source(source, expected_length, md5)
-        self._cdc = FastCDC(params.avg_size, min_size=params.min_size, max_size=params.max_size)
+        self._params = params
+        self._small = expected_length is not None and expected_length <= params.min_size
 
     def __iter__(self) -> Iterator[Chunk]:
+        if self._small:
+            yield from self._one_chunk()
+            return
+        params = self._params
+        cdc = FastCDC(params.avg_size, min_size=params.min_size, max_size=params.max_size)
         source = self._source
-        for piece in self._cdc.cut_stream(source):
+        for piece in cdc.cut_stream(source):
             source.check_length(final=False)
             data = bytes(piece.data)  # the chunker reuses its buffer
             yield Chunk(blake3.blake3(data).digest(), data)
         source.check_length(final=True)
+
+    def _one_chunk(self) -> Iterator[Chunk]:
+        """A content announced no longer than the minimum chunk is one chunk, as FastCDC would
+        cut it, read into one buffer without setting up the chunker (whose multi-MiB buffer
+        costs more than a small PUT's hashing)."""
+        source = self._source
+        assert source.expected is not None
+        buffer = bytearray(source.expected + 1)  # one byte more shows a long body
+        view = memoryview(buffer)
+        filled = 0
+        while filled < len(buffer):
+            n = source.readinto(view[filled:])
+            if not n:
+                break
+            filled += n
+        source.check_length(final=True)
+        if filled:
+            data = bytes(view[:filled])
+            yield Chunk(blake3.blake3(data).digest(), data)
 
     @property
     def size(self) -> int:

@@ -3,15 +3,18 @@
 The order is the durability rule of DESIGN §6: chunk bytes are written unsynced, made durable by
 sync sweeps, and only then is the manifest row committed — a manifest is never visible before
 every byte it names is on stable storage. A failure at any point (the client goes away, a short
-body, a store error) leaves no manifest and changes no refcount; the chunks already written stay
-as unreferenced rows that gc collects after its grace period.
+body, a store or database error) leaves no manifest and changes no refcount; the chunks already
+written stay as unreferenced rows that gc collects after its grace period.
 
-Per batch of chunks the database is asked once which of them are already referenced; only the
-others are written. Before writing, their rows are registered as *intents* (refcount 0, fresh
-``orphaned_at``), which is what stops a concurrent gc from deleting a chunk file being written.
-Writes run on a small thread pool (``store.concurrency`` workers, at least 2; 8 for S3)
-with at most ``WRITE_AHEAD_BYTES`` of chunks in flight — about one batch, so the writers drain a
-batch while the next one is being chunked — and memory stays flat whatever the content length.
+Each batch of chunks is claimed in one write transaction (``catalog.claim_chunks``): the chunks
+already referenced are dropped, the others are registered as *intents* (refcount 0, fresh
+``orphaned_at``) — which is what stops a concurrent gc from deleting a chunk file being written —
+and only those are written. Writes run on a small thread pool (``store.concurrency`` workers, at
+least 2; 8 for S3) with at most ``WRITE_AHEAD_BYTES`` of chunks in flight — about one batch, so
+the writers drain a batch while the next one is being chunked — and memory stays flat whatever
+the content length.
+A content that fits in its first batch (any small PUT) starts no thread: one transaction claims
+its chunk, the chunk is written and synced, a second transaction creates the manifest.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.store import BlobStore
 from oxidav.db import Database, utcnow
 
-#: A batch (one existence query) closes at this many distinct chunks or bytes.
+#: A batch (one claim transaction) closes at this many distinct chunks or bytes.
 BATCH_CHUNKS = 128
 BATCH_BYTES = 16 << 20
 #: The first batch closes sooner, so that writing starts early in a streamed body (with 4 MiB
@@ -194,15 +197,12 @@ class Ingest:
     def _flush(self, batch: dict[str, bytes], final: bool) -> None:
         if not batch:
             return
-        keys = list(batch)
-        with self.db.read() as session:
-            refcounts = catalog.chunk_refcounts(session, keys)
-        new = {key: data for key, data in batch.items() if refcounts.get(key, 0) == 0}
+        with self.db.write() as session:
+            claimed = catalog.claim_chunks(
+                session, {key: len(data) for key, data in batch.items()}, utcnow()
+            )
+        new = {key: data for key, data in batch.items() if key in claimed}
         if new:
-            with self.db.write() as session:
-                catalog.register_chunk_intents(
-                    session, {key: len(data) for key, data in new.items()}, utcnow()
-                )
             if (
                 final
                 and self._writer.written == 0
@@ -214,7 +214,7 @@ class Ingest:
                 for key, data in new.items():
                     self._writer.submit(key, data)
         if len(self._seen) < SEEN_MAX:
-            self._seen.update(keys)
+            self._seen.update(batch)
 
 
 __all__ = [

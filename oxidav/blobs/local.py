@@ -5,22 +5,26 @@ its shard folder (``O_TMPFILE``), fills it and then links it under its key, so a
 a partial blob and a crash mid-write leaves nothing behind (the unnamed inode is freed). Where
 ``O_TMPFILE`` is not available, and to replace an existing key, the write goes to a temporary file
 in ``<root>/.tmp`` that is renamed into place. ``put`` fsyncs the file and its shard folder;
-``put_unsynced`` does neither, and ``sync`` later fsyncs a whole batch of files and then each
-touched shard folder once (the sweep an ingest ends with).
+``put_unsynced`` does neither but starts the file's writeback (``sync_file_range``, Linux), and
+``sync`` later fsyncs a whole batch of files and then each touched shard folder once (the sweep
+an ingest ends with), mostly waiting for writes already under way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import io
 import os
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 from oxidav.blobs.store import (
     READ_BLOCK,
@@ -48,6 +52,34 @@ def _fsync_path(path: str | Path, directory: bool = False) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _load_sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """Linux ``sync_file_range(2)`` through ctypes (the os module lacks it), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return cast(Callable[[int, int, int, int], int], function)
+
+
+_sync_file_range = _load_sync_file_range()
+_SYNC_FILE_RANGE_WRITE = 2
+#: ``put_unsynced`` starts the writeback of blobs at least this large; a small one costs less
+#: to write in the sweep (a small PUT syncs its one chunk right away anyway).
+WRITEBACK_MIN = 256 * 1024
+
+
+def _start_writeback(fd: int, size: int) -> None:
+    """Start writing the file's dirty pages to the disk, without waiting (a hint, errors
+    ignored): the sync sweep's fsync then finds them written or on their way, instead of
+    writing every byte of the sweep at once — most of an ingest's final sweep."""
+    if _sync_file_range is not None and size >= WRITEBACK_MIN:
+        _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -133,6 +165,8 @@ class LocalBlobStore:
             _write_all(fd, data)
             if durable:
                 os.fsync(fd)
+            else:
+                _start_writeback(fd, len(data))
             # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed inode its name
             # (a dir_fd makes CPython call linkat, which honours follow_symlinks).
             os.link(f"/proc/self/fd/{fd}", f"{shard}/{key}", dst_dir_fd=root, follow_symlinks=True)
@@ -158,6 +192,8 @@ class LocalBlobStore:
                 _write_all(fd, data)
                 if durable:
                     os.fsync(fd)
+                else:
+                    _start_writeback(fd, len(data))
             finally:
                 os.close(fd)
             os.replace(tmp, final)

@@ -57,8 +57,13 @@ class ManifestBuilder:
             yield ManifestEntry(start, size, digest.hex())
             start += size
 
-    def distinct_chunks(self) -> set[str]:
-        return {digest.hex() for digest, _size in _ENTRY.iter_unpack(self._packed)}
+    def chunk_uses(self) -> dict[str, int]:
+        """How many entries name each chunk (hash -> count)."""
+        uses: dict[str, int] = {}
+        for digest, _size in _ENTRY.iter_unpack(self._packed):
+            key = digest.hex()
+            uses[key] = uses.get(key, 0) + 1
+        return uses
 
 
 def manifest_hash(entries: list[tuple[bytes, int]]) -> str:
