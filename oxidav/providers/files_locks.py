@@ -15,6 +15,8 @@ on SQLite, a transaction-scoped advisory lock on PostgreSQL) and raises 423 on a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
@@ -156,6 +158,37 @@ class DbLockManager(LockManager):  # type: ignore[misc]
                 continue
             condition.add_href(lock["root"])
         return condition
+
+    @contextmanager
+    def put_transaction(
+        self, *, url: str, token_list: list[str], principal: str, new_member: bool
+    ) -> Iterator[None]:
+        """``write_transaction(url)`` of a PUT, with one query. A new member also changes its
+        parent, so the parent's own locks conflict too (WsgiDAV's ``check_write_permission``
+        of the parent at depth 0, which a PUT of a new file asks first): the locks rooted at
+        the parent are among those of ``url``'s ancestors, so one query answers both checks.
+        """
+        root = rows.normalize_root(url)
+        above = _ancestors(root)
+        parent = above[1] if new_member and len(above) > 1 else None
+        self._lock.acquire_write()
+        try:
+            condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+            for lock in self.storage.locks_at(above):
+                if lock["root"] != root and lock["root"] != parent and lock["depth"] != "infinity":
+                    continue
+                if principal == lock["principal"] and lock["token"] in token_list:
+                    continue
+                condition.add_href(lock["root"])
+            if condition.hrefs:
+                raise DAVError(HTTP_LOCKED, err_condition=condition)
+            self._active_writes[root] = self._active_writes.get(root, 0) + 1
+        finally:
+            self._lock.release()
+        try:
+            yield
+        finally:
+            self._end_write_transaction(root)
 
     def get_indirect_url_lock_list(
         self, url: str, *, principal: str | None = None

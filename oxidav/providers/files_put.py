@@ -4,10 +4,14 @@ WsgiDAV's own PUT creates an empty file before reading the body, commits a body 
 Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). This handler:
 
 1. evaluates the preconditions first: If-Match on a missing target is 412; If-None-Match: * on
-   an existing one is 412 (§13.1.1, §13.1.2); locks are checked like WsgiDAV does;
+   an existing one is 412 (§13.1.1, §13.1.2); locks are checked with WsgiDAV's rules, in one
+   query (``DbLockManager.put_transaction``: the target, its ancestors' depth-infinity locks
+   and, for a new member, its parent's own locks), and the write stays marked until step 4
+   has committed;
 2. refuses a declared length that exceeds the quota with 507 before reading the body;
 3. streams the body into ``BlobChain.ingest`` with the declared length (chunked bodies have
-   none), so a short body raises and no manifest becomes visible;
+   none), so a short body raises and no manifest becomes visible; under cheroot the ingest
+   receives straight from the socket into its buffer (``files_body``);
 4. commits the node row in one transaction that re-checks the preconditions and the quota and
    takes the content reference (``oxidav.tree.write_file``).
 
@@ -18,6 +22,7 @@ no file at all, never an empty placeholder.
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,16 +40,17 @@ from wsgidav.dav_error import (
 )
 
 from oxidav.blobs import IncompleteContentError
+from oxidav.providers.files_body import request_body
 from oxidav.providers.files_context import (
     ENVIRON_NODE,
     Target,
     dav_error,
     forget,
 )
+from oxidav.providers.files_locks import DbLockManager
 from oxidav.tree import QuotaExceeded, TreeError, write_file
 from oxidav.tree.names import parent_path
 
-BLOCK = 256 * 1024
 #: Bodies declared longer than this are checked against the quota before they are read;
 #: every write is checked again when it commits.
 QUOTA_PRECHECK = 1 << 20
@@ -79,20 +85,6 @@ def _checksum(environ: dict[str, Any]) -> str | None:
     return raw if _CHECKSUM.match(raw) else None
 
 
-def _body(environ: dict[str, Any], length: int | None) -> Any:
-    """The request body as pieces, never reading past the declared length."""
-    stream = environ["wsgi.input"]
-    remaining = length
-    while remaining is None or remaining > 0:
-        data = stream.read(BLOCK if remaining is None else min(BLOCK, remaining))
-        if not data:
-            break
-        if remaining is not None:
-            remaining -= len(data)
-        yield data
-    environ["wsgidav.all_input_read"] = 1
-
-
 def handle_put(
     provider: Any, server: Any, environ: dict[str, Any], start_response: Any
 ) -> list[bytes]:
@@ -121,44 +113,35 @@ def handle_put(
     require_etag = res.get_etag() if res is not None and "HTTP_IF_MATCH" in environ else None
     require_absent = res is None and environ.get("HTTP_IF_NONE_MATCH", "").strip() == "*"
     lock_manager = provider.lock_manager
-    if res is None or lock_manager is None:
-        # A new member changes its parent (a depth-0 lock on the parent conflicts); an
-        # existing target is checked by the write transaction below, with the same rules.
-        server._check_write_permission(res if res is not None else parent, "0", environ)
+    batched = isinstance(lock_manager, DbLockManager)
+    if res is None and lock_manager is not None and not batched:
+        # A new member changes its parent: a depth-0 lock on the parent conflicts.
+        server._check_write_permission(parent, "0", environ)
 
     length = _content_length(environ)
     mtime = _mtime(environ)
     backend = provider.backend
-    if length is not None and length > QUOTA_PRECHECK:
-        _used, available = backend.quota(environ, target.user_id)
-        growth = length - (res.get_content_length() if res is not None else 0)
-        if available is not None and growth > available:
-            raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
-
-    ref_url = provider.ref_url(target, False)
     try:
-        if lock_manager is None:
+        with _write_locked(lock_manager, environ, provider.ref_url(target, False), res is None):
+            if length is not None and length > QUOTA_PRECHECK:
+                _used, available = backend.quota(environ, target.user_id)
+                growth = length - (res.get_content_length() if res is not None else 0)
+                if available is not None and growth > available:
+                    raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
             stored = _ingest(backend, environ, length)
-        else:
-            with lock_manager.write_transaction(
-                url=ref_url,
-                token_list=environ["wsgidav.ifLockTokenList"],
-                principal=environ["wsgidav.user_name"],
-            ):
-                stored = _ingest(backend, environ, length)
-        with backend.db.write() as session:
-            result = write_file(
-                session,
-                backend.chain,
-                target.user_id,
-                target.tree_path,
-                stored,
-                mtime=mtime,
-                checksums=_checksum(environ),
-                require_etag=require_etag,
-                require_absent=require_absent,
-                default_quota_bytes=backend.default_quota_bytes,
-            )
+            with backend.db.write() as session:
+                result = write_file(
+                    session,
+                    backend.chain,
+                    target.user_id,
+                    target.tree_path,
+                    stored,
+                    mtime=mtime,
+                    checksums=_checksum(environ),
+                    require_etag=require_etag,
+                    require_absent=require_absent,
+                    default_quota_bytes=backend.default_quota_bytes,
+                )
     except TreeError as exc:
         raise dav_error(exc) from None
     forget(environ)
@@ -173,11 +156,34 @@ def handle_put(
     return sent
 
 
+def _write_locked(
+    lock_manager: Any, environ: dict[str, Any], ref_url: str, new_member: bool
+) -> AbstractContextManager[None]:
+    """WsgiDAV's write transaction of the target (a conflicting lock is 423), held from before
+    the body is read until the new version is committed. ``DbLockManager`` also checks a new
+    member's parent in the same query; another manager's caller has checked it already."""
+    if lock_manager is None:
+        return nullcontext()
+    token_list = environ["wsgidav.ifLockTokenList"]
+    principal = environ["wsgidav.user_name"]
+    if isinstance(lock_manager, DbLockManager):
+        return lock_manager.put_transaction(
+            url=ref_url, token_list=token_list, principal=principal, new_member=new_member
+        )
+    manager: AbstractContextManager[None] = lock_manager.write_transaction(
+        url=ref_url, token_list=token_list, principal=principal
+    )
+    return manager
+
+
 def _ingest(backend: Any, environ: dict[str, Any], length: int | None) -> Any:
     if length == 0:
         environ["wsgidav.all_input_read"] = 1
         return None
     try:
-        return backend.chain.ingest(_body(environ, length), expected_length=length)
+        stored = backend.chain.ingest(request_body(environ, length), expected_length=length)
     except IncompleteContentError as exc:
+        environ["wsgidav.all_input_read"] = 1
         raise DAVError(HTTP_BAD_REQUEST, f"incomplete body: {exc}") from None
+    environ["wsgidav.all_input_read"] = 1
+    return stored

@@ -2,11 +2,12 @@
 
 Every write transaction first calls ``lock_tree``: it locks the user's root row
 (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already serializes
-writers). All writers of a tree therefore take their row locks root first, so concurrent writers
-queue instead of deadlocking, and a check-then-write (does the name exist? does the quota
-allow it?) cannot race. ``propagate`` then gives the changed folder and all its ancestors a new
-etag, adjusts their rolled-up size and mtime in one UPDATE (DESIGN §6: a Nextcloud client skips
-every subtree whose etag did not change).
+writers, so there ``tree.writes.write_file`` reads the root with the parent and the target in
+one statement instead). All writers of a tree therefore take their row locks root first, so
+concurrent writers queue instead of deadlocking, and a check-then-write (does the name exist?
+does the quota allow it?) cannot race. ``propagate`` then gives the changed folder and all its
+ancestors a new etag, adjusts their rolled-up size and mtime in one UPDATE (DESIGN §6: a
+Nextcloud client skips every subtree whose etag did not change).
 
 The statements of these hot paths (every request resolves nodes, every write locks the tree and
 rolls up) are built once at import with bind parameters and run on the session's connection

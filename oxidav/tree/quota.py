@@ -16,14 +16,21 @@ from oxidav.tree.errors import QuotaExceeded
 from oxidav.tree.nodes import resolve
 
 _OWN_LIMIT = select(User.quota_bytes).where(User.id == bindparam("user_id"))
+#: ``users.quota_bytes`` of ``:user_id`` as a column of another query (``tree.writes``).
+OWN_LIMIT_COLUMN = _OWN_LIMIT.scalar_subquery()
+
+
+def effective_limit(own: int | None, default_quota_bytes: int = 0) -> int | None:
+    """The quota in bytes given the user's own setting ``own``, or None for unlimited."""
+    if own is None:
+        return default_quota_bytes if default_quota_bytes > 0 else None
+    return None if own < 0 else own
 
 
 def quota_limit(session: Session, user_id: int, default_quota_bytes: int = 0) -> int | None:
     """The user's quota in bytes, or None for unlimited."""
     own = core(session).execute(_OWN_LIMIT, {"user_id": user_id}).scalar()
-    if own is None:
-        return default_quota_bytes if default_quota_bytes > 0 else None
-    return None if own < 0 else own
+    return effective_limit(own, default_quota_bytes)
 
 
 def used_bytes(session: Session, user_id: int) -> int:
@@ -44,6 +51,10 @@ def check_quota(
     session: Session, user_id: int, used_after: int, default_quota_bytes: int = 0
 ) -> None:
     """Raise ``QuotaExceeded`` if the tree would hold more than the limit after a write."""
-    limit = quota_limit(session, user_id, default_quota_bytes)
+    check_limit(quota_limit(session, user_id, default_quota_bytes), used_after)
+
+
+def check_limit(limit: int | None, used_after: int) -> None:
+    """Raise ``QuotaExceeded`` if ``used_after`` bytes exceed ``limit`` (None: unlimited)."""
     if limit is not None and used_after > limit:
         raise QuotaExceeded(f"quota of {limit} bytes exceeded")

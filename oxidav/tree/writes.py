@@ -13,8 +13,9 @@ from __future__ import annotations
 import mimetypes
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from oxidav.db import core, utcnow
@@ -28,9 +29,8 @@ from oxidav.tree.nodes import (
     new_etag,
     propagate,
     resolve,
-    resolve_many,
 )
-from oxidav.tree.quota import check_quota
+from oxidav.tree.quota import OWN_LIMIT_COLUMN, check_limit, effective_limit
 from oxidav.tree.types import NODE_COLUMNS, ContentFacts, ContentRefs, NodeInfo
 
 
@@ -56,6 +56,33 @@ def parent_folder(session: Session, user_id: int, path: str) -> NodeInfo:
 #: Built once (see ``oxidav.tree.nodes``); the columns written are the keys of the parameters.
 _INSERT = insert(Node).returning(*NODE_COLUMNS)
 _UPDATE = update(Node).where(Node.id == bindparam("node_id")).returning(*NODE_COLUMNS)
+#: What a file write reads, in one statement: the root (its size is the used bytes), the
+#: parent and the target, each row also carrying the user's own quota setting.
+_WRITE_CONTEXT = select(*NODE_COLUMNS, OWN_LIMIT_COLUMN).where(
+    Node.user_id == bindparam("user_id"),
+    Node.trashed_at.is_(None),
+    Node.path.in_([bindparam("root"), bindparam("parent"), bindparam("path")]),
+)
+
+
+def _write_context(
+    session: Session, user_id: int, parent: str, path: str
+) -> tuple[NodeInfo, dict[str, NodeInfo], int | None]:
+    """Take the tree write lock; return the root, the live nodes at ``parent`` and ``path``
+    (by path) and the user's own quota setting. On SQLite the write transaction already holds
+    the database's write lock (``BEGIN IMMEDIATE``), so one statement reads all of it; on
+    PostgreSQL the root row is locked first (``lock_tree``: every writer locks root first)."""
+    connection = core(session)
+    if connection.dialect.name != "sqlite":
+        lock_tree(session, user_id)
+    params = {"user_id": user_id, "root": "", "parent": parent, "path": path}
+    rows = connection.execute(_WRITE_CONTEXT, params).all()
+    if not any(row[4] == "" for row in rows):  # no root yet: lock_tree creates it
+        lock_tree(session, user_id)
+        rows = connection.execute(_WRITE_CONTEXT, params).all()
+    found = {row[4]: NodeInfo.from_row(row[:-1]) for row in rows}
+    own_limit: Any = rows[0][-1]
+    return found[""], found, own_limit
 
 
 def insert_node(session: Session, values: dict[str, object]) -> NodeInfo:
@@ -110,8 +137,7 @@ def write_file(
     ``require_etag``: the file must still exist with this etag (If-Match, RFC 9110 §13.1.1).
     ``require_absent``: the file must still not exist (If-None-Match: *, §13.1.2).
     """
-    root = lock_tree(session, user_id)
-    found = resolve_many(session, user_id, [parent_path(path), path])
+    root, found, own_limit = _write_context(session, user_id, parent_path(path), path)
     parent = found.get(parent_path(path))
     if parent is None or not parent.is_folder:
         raise Conflict(f"the parent of {path!r} is not an existing folder")
@@ -126,7 +152,7 @@ def write_file(
     size = content.size if content is not None else 0
     delta = size - (existing.size if existing is not None else 0)
     if delta > 0:
-        check_quota(session, user_id, root.size + delta, default_quota_bytes)
+        check_limit(effective_limit(own_limit, default_quota_bytes), root.size + delta)
     now = utcnow()
     values: dict[str, object] = {
         "size": size,

@@ -1,5 +1,6 @@
-"""PUT's lock checks: one lock query for an overwrite, the parent's depth-0 lock for a new member,
-and concurrent small PUTs of one user all landing (the SQLite writer queue)."""
+"""PUT's lock checks: one lock query per PUT (a new member's parent, whose depth-0 lock conflicts,
+checked in the same query), and concurrent small PUTs of one user all landing (the SQLite writer
+queue)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,9 @@ def _lock_queries(live_server: LiveServer, method: str, path: str, body: bytes) 
 def test_an_overwrite_checks_the_locks_once(live_server: LiveServer) -> None:
     assert live_server.request("PUT", url("/o.txt"), b"one").status == 201
     assert _lock_queries(live_server, "PUT", "/o.txt", b"two") == (204, 1)
-    # A new member also checks its parent's own locks (a depth-0 lock on the folder).
-    assert _lock_queries(live_server, "PUT", "/n.txt", b"new") == (201, 2)
+    # A new member also checks its parent's own locks (a depth-0 lock on the folder), in the
+    # same query: the parent is one of the target's ancestors.
+    assert _lock_queries(live_server, "PUT", "/n.txt", b"new") == (201, 1)
 
 
 def test_locked_targets_and_parents_refuse_a_put_without_the_token(

@@ -1,0 +1,86 @@
+"""``write_file``'s statements: the root, parent, target and quota read together (SQLite: one
+statement in the ``BEGIN IMMEDIATE`` transaction; PostgreSQL: after the root row lock), and the
+rules that read still enforces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import delete, event
+from tree_helpers import CountingRefs, add_user, content
+
+from oxidav.db import Database
+from oxidav.db.models.tree import Node
+from oxidav.tree import Conflict, IsAFolder, QuotaExceeded, make_folder, resolve, write_file
+from oxidav.tree.errors import PreconditionFailed
+
+
+@contextmanager
+def statements(db: Database) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        seen.append(" ".join(statement.split()))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+
+
+def test_a_new_file_costs_three_statements_on_sqlite_four_on_postgresql(
+    database: Database, user: int, refs: CountingRefs
+) -> None:
+    with database.write() as session:
+        make_folder(session, user, "/d")
+    with statements(database) as seen, database.write() as session:
+        write_file(session, refs, user, "/d/new.txt", content("a", 10))
+    kinds = [s.split()[0] for s in seen if not s.startswith(("BEGIN", "COMMIT"))]
+    locks = ["SELECT"] if not database.is_sqlite else []
+    # (root lock), root + parent + target + quota, the node row, the folders' roll-up
+    assert kinds == [*locks, "SELECT", "INSERT", "UPDATE"]
+    with statements(database) as seen, database.write() as session:
+        write_file(session, refs, user, "/d/new.txt", content("b", 20))
+    kinds = [s.split()[0] for s in seen if not s.startswith(("BEGIN", "COMMIT"))]
+    assert kinds == [*locks, "SELECT", "UPDATE", "UPDATE"]
+    assert refs.live() == {"m-b": 1}
+
+
+def test_the_combined_read_keeps_every_rule(database: Database, refs: CountingRefs) -> None:
+    user = add_user(database, quota=100)
+    with database.write() as session:
+        make_folder(session, user, "/d")
+        write_file(session, refs, user, "/top.txt", content("t", 40))
+        write_file(session, refs, user, "/d/f.txt", content("f", 40))
+    with pytest.raises(QuotaExceeded), database.write() as session:
+        write_file(session, refs, user, "/d/g.txt", content("g", 21))
+    with database.write() as session:  # shrinking or replacing within the limit is fine
+        write_file(session, refs, user, "/d/f.txt", content("f2", 60))
+    with pytest.raises(Conflict), database.write() as session:
+        write_file(session, refs, user, "/missing/x.txt", content("x", 1))
+    with pytest.raises(IsAFolder), database.write() as session:
+        write_file(session, refs, user, "/d", content("x", 1))
+    with pytest.raises(PreconditionFailed), database.write() as session:
+        write_file(session, refs, user, "/top.txt", content("x", 1), require_absent=True)
+    with pytest.raises(PreconditionFailed), database.write() as session:
+        write_file(session, refs, user, "/top.txt", content("x", 1), require_etag="nope")
+    with database.read() as session:
+        root = resolve(session, user, "")
+        assert root is not None and root.size == 100
+
+
+def test_a_missing_root_is_created_by_the_first_write(
+    database: Database, refs: CountingRefs
+) -> None:
+    user = add_user(database)
+    with database.write() as session:
+        session.execute(delete(Node).where(Node.user_id == user))
+    with database.write() as session:
+        result = write_file(session, refs, user, "/first.txt", content("r", 5))
+    assert result.created
+    with database.read() as session:
+        root = resolve(session, user, "")
+        assert root is not None and root.size == 5
