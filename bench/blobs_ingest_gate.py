@@ -29,14 +29,12 @@ the working tree with one file swapped), to compare two candidates directly.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -44,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._memory import random_file
+from bench._revisions import REPO, export_revision
 
-REPO = Path(__file__).resolve().parent.parent
 SMALL_SIZE = 4096
 
 _WORKER = """
@@ -123,18 +121,6 @@ def worker(argv: list[str]) -> None:
 
 
 # -- the parent: rounds, rotation, equivalence, verdict --------------------------------------
-
-
-def export_revision(rev: str, dest: Path) -> Path:
-    """The ``oxidav`` package of revision ``rev`` under ``dest`` (read-only git use)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", rev, "oxidav"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
 
 
 def rotated(names: list[str], round_no: int) -> Iterator[str]:

@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import io
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -42,10 +40,10 @@ from pathlib import Path
 
 from bench import files_large, files_put
 from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
+from bench._revisions import export_revision
 
 #: The revision the speed work started from.
 BEFORE_REV = "18fa247ee377bc0a9f566283423a7395069f15cc"
-REPO = Path(__file__).resolve().parent.parent
 RSS_SLACK_MB = 5.0
 #: Server CPU figures (``large``): shown to read a run on a busy machine, where wall-clock
 #: rates swing with other processes; they do not decide the gate.
@@ -56,18 +54,6 @@ INFORMATIONAL = (CPU_GET, CPU_RANGE)
 Factory = Callable[[], AbstractContextManager[Server]]
 #: AFTER's source folder (``--after-src``); None: the working tree.
 after_src: Path | None = None
-
-
-def export_revision(rev: str, dest: Path) -> Path:
-    """The ``oxidav`` package of revision ``rev`` under ``dest`` (read-only git use)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", rev, "oxidav"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
 
 
 def add_alice(env: dict[str, str], source: Path | None) -> None:
