@@ -46,6 +46,14 @@ def _challenge() -> list[tuple[str, str]]:
     return [("WWW-Authenticate", f'Basic realm="{LINK_REALM}", charset="UTF-8"')]
 
 
+def _basic(header: str, *, user_required: bool) -> tuple[str, str]:
+    """(user name, password) of Basic credentials; a malformed header is 400."""
+    try:
+        return parse_basic_credentials(header, user_required=user_required)
+    except ValueError as exc:
+        raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
+
+
 def _valid_tree_path(tree_path: str | None) -> bool:
     """Whether a mapped path names a place inside the view (no ``..``, no bad names)."""
     if tree_path is None:
@@ -117,12 +125,7 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         """Open the link of a token taken from the path: the password, if the link has one,
         comes as the password of Basic credentials (any user name)."""
         header = environ.get("HTTP_AUTHORIZATION", "")
-        password = None
-        if header:
-            try:
-                _user, password = parse_basic_credentials(header, user_required=False)
-            except ValueError as exc:
-                raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
+        password = _basic(header, user_required=False)[1] if header else None
         credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
         try:
             return self.gate.open(token, credentials, "webdav")
@@ -135,10 +138,7 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         header = environ.get("HTTP_AUTHORIZATION", "")
         if not header:
             raise DAVError(401, "a link token is required", add_headers=_challenge())
-        try:
-            token, password = parse_basic_credentials(header)
-        except ValueError as exc:
-            raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
+        token, password = _basic(header, user_required=True)
         credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
         try:
             return self.gate.open(token, credentials, "webdav")

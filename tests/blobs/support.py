@@ -113,3 +113,16 @@ def manifest_count(db: Database) -> int:
 def entry_count(db: Database) -> int:
     with db.read() as s:
         return s.execute(select(func.count()).select_from(BlobManifestChunk)).scalar_one()
+
+
+def assert_only_orphans_added(
+    db: Database, before: dict[str, int], store: RecordingStore, manifests: int
+) -> None:
+    """A failed ingest changed no refcount and made no manifest (``manifests`` stayed); the
+    chunks it registered are unreferenced intents, and each one got its file (gc relies on it)."""
+    assert manifest_count(db) == manifests
+    after = chunk_refcounts(db)
+    assert {k: v for k, v in after.items() if k in before} == before
+    orphans = {k: v for k, v in after.items() if k not in before}
+    assert orphans and all(v == 0 for v in orphans.values())
+    assert set(orphans) <= set(store.puts)

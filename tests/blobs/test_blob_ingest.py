@@ -13,7 +13,14 @@ from oxidav.blobs.chunking import CDC_AVG, CDC_MAX, CDC_MIN, chunk_bytes
 from oxidav.db import Database
 
 from .conftest import make_source
-from .support import RecordingStore, chunk_refcounts, manifest_count, pieces, random_bytes
+from .support import (
+    RecordingStore,
+    assert_only_orphans_added,
+    chunk_refcounts,
+    manifest_count,
+    pieces,
+    random_bytes,
+)
 
 
 @pytest.fixture
@@ -173,12 +180,7 @@ def test_failure_mid_ingest_leaves_no_manifest_and_no_refcount_change(
     source = make_source(list(pieces(data, 1 << 20)), fail_after=40)
     with pytest.raises(OSError, match="client went away"):
         rchain.ingest(source())
-    assert manifest_count(database) == 1
-    after = chunk_refcounts(database)
-    assert {k: v for k, v in after.items() if k in before} == before
-    orphans = {k: v for k, v in after.items() if k not in before}
-    assert orphans and all(v == 0 for v in orphans.values())
-    assert set(orphans) <= set(store.puts)
+    assert_only_orphans_added(database, before, store, manifests=1)
     assert read_all(rchain, kept.manifest_hash) == random_bytes(3_000_000, seed=7)
 
 

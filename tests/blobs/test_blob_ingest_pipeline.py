@@ -19,6 +19,7 @@ from oxidav.db import Database, utcnow
 
 from .support import (
     RecordingStore,
+    assert_only_orphans_added,
     chunk_refcounts,
     entry_count,
     manifest_count,
@@ -60,13 +61,7 @@ def test_database_failure_mid_ingest_leaves_no_manifest_and_no_refcount_change(
             conn.execute(text("ALTER TABLE blob_chunks_away RENAME TO blob_chunks"))
     # The failed claim stopped the ingest: the rest of the body was not read.
     assert len(consumed) < len(data) // PIECE
-    assert manifest_count(database) == 1
-    after = chunk_refcounts(database)
-    assert {k: v for k, v in after.items() if k in before} == before
-    orphans = {k: v for k, v in after.items() if k not in before}
-    assert orphans and all(v == 0 for v in orphans.values())
-    # Every intent a batch registered got its file (gc may rely on it).
-    assert set(orphans) <= set(store.puts)
+    assert_only_orphans_added(database, before, store, manifests=1)
     assert read_all(chain, kept.manifest_hash) == random_bytes(3_000_000, seed=40)
     # The failed ingest left nothing half-done: the same content now ingests cleanly.
     stored = chain.ingest(pieces(data, PIECE))
