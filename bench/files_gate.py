@@ -9,7 +9,7 @@ reported.
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
 byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT, a GET
-checked by SHA-256 and ``--ranges`` random 64 KiB Range GETs each checked against the source
+checked by BLAKE3 and ``--ranges`` random 64 KiB Range GETs each checked against the source
 (``files_large``'s workload); peak RSS is the highest VmHWM of a round. The servers' CPU time
 per GET and per Range GET is shown too (lower is better; not part of the verdict): on the
 shared machine it moves less than the rates do.
