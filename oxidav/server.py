@@ -13,6 +13,7 @@ from cheroot import wsgi
 
 from oxidav.app import make_app
 from oxidav.bootstrap import prepare
+from oxidav.http_connection import DirectWriteConnection
 from oxidav.services import Services
 from oxidav.settings import Settings
 
@@ -30,7 +31,7 @@ def configure_logging(level: str) -> None:
 
 
 def build_server(settings: Settings, services: Services) -> wsgi.Server:
-    return wsgi.Server(
+    server = wsgi.Server(
         (settings.host, settings.port),
         make_app(settings, services),
         numthreads=settings.threads,
@@ -38,6 +39,8 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
         timeout=60,
         request_queue_size=64,
     )
+    server.ConnectionClass = DirectWriteConnection
+    return server
 
 
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:

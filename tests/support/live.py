@@ -20,11 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from cheroot import wsgi
-
-from oxidav.app import make_app
 from oxidav.authz import accounts
 from oxidav.bootstrap import prepare_storage
+from oxidav.server import build_server
 from oxidav.services import Services
 from oxidav.settings import Settings
 
@@ -85,12 +83,13 @@ def make_settings(data_dir: Path, db_url: str, **overrides: object) -> Settings:
 
 @contextmanager
 def in_process_server(settings: Settings, users: Mapping[str, str] = USERS) -> Iterator[LiveServer]:
-    """Prepare storage, create ``users``, and serve ``make_app`` in a background thread."""
+    """Prepare storage, create ``users``, and serve the app in a background thread, assembled
+    as ``oxidav serve`` assembles it (``build_server``)."""
     services = Services.open(settings)
     prepare_storage(settings, services.db)
     for name, password in users.items():
         accounts.create_user(services.db, name, password, email=f"{name}@example.org")
-    server = wsgi.Server(("127.0.0.1", 0), make_app(settings, services), numthreads=16)
+    server = build_server(settings.replace(host="127.0.0.1", port=0), services)
     server.prepare()
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
