@@ -1,10 +1,13 @@
 """ContentReader: read, seek, tell, ranges; corrupt and missing chunks raise; the manifest
-cache serves chunk lists without queries, within its bound (SQLite + PG)."""
+cache serves chunk lists without queries, within its bound; long ranges read ahead on a local
+store and still serve nothing of a corrupt chunk (SQLite + PG)."""
 
 from __future__ import annotations
 
 import io
 import random
+import threading
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import event
@@ -20,6 +23,7 @@ from oxidav.blobs import (
 from oxidav.blobs.chunking import ChunkParams
 from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
+from oxidav.blobs.reader import READ_AHEAD_FROM
 
 from .support import RecordingStore, pieces, random_bytes
 
@@ -274,3 +278,63 @@ def test_open_with_a_known_size_reads_the_same_bytes(chain: BlobChain, stored: s
 def test_open_with_a_size_of_a_missing_manifest_fails_on_read(chain: BlobChain) -> None:
     with chain.open("0" * 64, 10) as reader, pytest.raises(BlobIntegrityError):
         reader.read(1)
+
+
+def _read_ahead_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("oxidav-blob-get")]
+
+
+def test_a_long_range_on_a_local_store_reads_the_next_chunk_ahead(
+    recorded: tuple[BlobChain, RecordingStore, str],
+) -> None:
+    """From ``READ_AHEAD_FROM`` on, the next chunk is read on another thread while the one
+    before is consumed; shorter ranges stay on the caller's thread."""
+    rchain, store, manifest = recorded
+    assert store.concurrency == 1 and len(DATA) >= READ_AHEAD_FROM
+    readers: set[str] = set()
+    inner_get_range = store.get_range
+
+    def get_range(key: str, start: int, end: int, block: int = 1 << 18) -> Iterator[bytes]:
+        readers.add(threading.current_thread().name)
+        return inner_get_range(key, start, end, block)
+
+    store.get_range = get_range  # type: ignore[method-assign]
+    with rchain.open(manifest) as reader:
+        assert b"".join(reader.iter_range(0, READ_AHEAD_FROM - 1)) == DATA[: READ_AHEAD_FROM - 1]
+        assert readers == {threading.current_thread().name}
+        readers.clear()
+        assert b"".join(reader.iter_range(7, len(DATA))) == DATA[7:]
+        assert any(name.startswith("oxidav-blob-get") for name in readers)
+    assert _read_ahead_threads() == []  # closing the reader stopped its thread
+
+
+def test_read_ahead_serves_nothing_of_a_corrupt_chunk(
+    recorded: tuple[BlobChain, RecordingStore, str], local_store: LocalBlobStore
+) -> None:
+    """A corrupt chunk in the middle of a long range raises before any of its bytes are
+    served; every byte served before it is right."""
+    rchain, _store, manifest = recorded
+    entries = list(catalog.iter_entries(rchain.db, manifest))
+    bad = entries[len(entries) // 2]
+    path = local_store.path(bad.chunk_hash)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    served = bytearray()
+    with rchain.open(manifest) as reader, pytest.raises(BlobIntegrityError):
+        for piece in reader.iter_range(0, len(DATA)):
+            served += piece
+    assert served == DATA[: bad.start]
+
+
+def test_an_abandoned_long_range_leaves_no_thread(
+    recorded: tuple[BlobChain, RecordingStore, str],
+) -> None:
+    """A client that goes away mid-GET: the range is closed half-read, then the reader."""
+    rchain, _store, manifest = recorded
+    with rchain.open(manifest) as reader:
+        stream = reader.iter_range(0, len(DATA), 65_536)
+        assert next(stream) == DATA[:65_536]
+        stream.close()
+        assert reader.read(10) == DATA[:10]
+    assert _read_ahead_threads() == []
