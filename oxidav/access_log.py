@@ -1,7 +1,8 @@
 """One INFO line per request: method, path, status, milliseconds, user.
 
 The outermost layer of the app, so the time includes everything, and the line is written when
-the response body has been sent (or the client went away).
+the response body has been sent (or the client went away). While the logger is set above INFO
+the layer steps aside (checked per request, so a level changed at run time takes effect).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ class AccessLog:
         self.app = app
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if not log.isEnabledFor(logging.INFO):
+            # Nothing would be written: no timing, no status capture, no wrapping generator.
+            return self.app(environ, start_response)
         started = time.perf_counter()
         status_holder: list[str] = []
 

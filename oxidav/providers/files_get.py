@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,30 @@ BLOCK = 256 * 1024
 MAX_RANGES = 64
 
 Range = tuple[int, int]  # first byte, last byte (inclusive)
+#: Last-Modified values kept by timestamp (a file's mtime is formatted once, not per request).
+HTTP_DATES_KEPT = 4096
+_http_dates: dict[float, str] = {}
+_date_now: tuple[int, str] = (-1, "")
+
+
+def http_date(stamp: float) -> str:
+    """``util.get_rfc1123_time(stamp)``, remembered per timestamp."""
+    found = _http_dates.get(stamp)
+    if found is None:
+        if len(_http_dates) >= HTTP_DATES_KEPT:
+            _http_dates.clear()
+        found = _http_dates[stamp] = util.get_rfc1123_time(stamp)
+    return found
+
+
+def http_date_now() -> str:
+    """``util.get_rfc1123_time()`` (the Date header), formatted once per second."""
+    global _date_now
+    second = int(time.time())
+    now = _date_now
+    if now[0] != second:
+        now = _date_now = (second, util.get_rfc1123_time(second))
+    return now[1]
 
 
 def parse_ranges(header: str, size: int) -> list[Range] | None:
@@ -71,6 +96,8 @@ def parse_ranges(header: str, size: int) -> list[Range] | None:
 
 
 def _limit(ranges: list[Range]) -> list[Range] | None:
+    if len(ranges) <= 1:
+        return ranges
     ordered = sorted(ranges)
     overlapping = any(b[0] <= a[1] + 1 for a, b in itertools.pairwise(ordered))
     if len(ranges) <= MAX_RANGES and not overlapping:
@@ -191,10 +218,10 @@ def send_file(
     size = res.get_content_length()
     headers = [
         ("Content-Type", res.get_content_type()),
-        ("Last-Modified", util.get_rfc1123_time(res.get_last_modified())),
+        ("Last-Modified", http_date(res.get_last_modified())),
         ("ETag", f'"{res.get_etag()}"'),
         ("Accept-Ranges", "bytes"),
-        ("Date", util.get_rfc1123_time()),
+        ("Date", http_date_now()),
     ]
     ranges = None
     if "HTTP_RANGE" in environ and size > 0 and _if_range_holds(environ, res):

@@ -1,10 +1,20 @@
-"""Pure pieces of the files provider: Range parsing, lock-root arithmetic."""
+"""Pure pieces of the files provider: Range parsing, HTTP dates, lock-root arithmetic."""
 
 from __future__ import annotations
 
-import pytest
+import time
 
-from oxidav.providers.files_get import MAX_RANGES, parse_ranges
+import pytest
+from wsgidav import util
+
+from oxidav.providers import files_get
+from oxidav.providers.files_get import (
+    HTTP_DATES_KEPT,
+    MAX_RANGES,
+    http_date,
+    http_date_now,
+    parse_ranges,
+)
 from oxidav.providers.files_locks import _ancestors
 
 
@@ -41,3 +51,27 @@ def test_many_ranges_are_merged():
 def test_lock_root_ancestors():
     assert _ancestors("/a/b") == ["/a/b", "/a", "/"]
     assert _ancestors("/") == ["/"]
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [0.0, 1.0, 59.999999, 784111777.0, 1_700_000_000.25, 1_700_000_000.9999996, 4_102_444_800.5],
+)
+def test_http_date_equals_wsgidav(stamp: float) -> None:
+    assert http_date(stamp) == util.get_rfc1123_time(stamp)
+    assert http_date(stamp) == util.get_rfc1123_time(stamp)  # remembered: the same text
+
+
+def test_http_dates_kept_are_bounded() -> None:
+    for i in range(HTTP_DATES_KEPT + 10):
+        assert http_date(1_000_000.0 + i) == util.get_rfc1123_time(1_000_000.0 + i)
+    assert len(files_get._http_dates) <= HTTP_DATES_KEPT
+
+
+def test_http_date_now_is_the_current_second() -> None:
+    before = int(time.time())
+    now = util.parse_time_string(http_date_now())
+    after = int(time.time())
+    assert now is not None and before <= now <= after
+    seconds = range(before, int(time.time()) + 1)
+    assert http_date_now() in {util.get_rfc1123_time(second) for second in seconds}

@@ -1,0 +1,68 @@
+"""The local store's read path: a range of at most one block is read at once (positioned reads,
+no descriptor left open), a longer one streams block by block — both equal to a slice."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import blake3
+import pytest
+
+from oxidav.blobs import BlobNotFoundError, LocalBlobStore
+
+from .support import random_bytes
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "block"),
+    [
+        (0, 0, 1000),  # empty
+        (10, 20, 1000),  # inside one block: read at once
+        (0, 1000, 1000),  # exactly one block
+        (0, 1001, 1000),  # one byte more: streamed
+        (2_500, 9_999, 1000),
+        (9_990, 20_000, 1000),  # past the end: cut, like a slice
+        (9_990, 20_000, 100_000),
+        (10_000, 10_010, 1000),  # at the end: nothing
+        (20_000, 20_010, 1000),  # beyond the end: nothing
+    ],
+)
+def test_ranges_equal_slices(tmp_path: Path, start: int, end: int, block: int) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    data = random_bytes(10_000, seed=3)
+    key = blake3.blake3(data).hexdigest()
+    store.put(key, data)
+    pieces = list(store.get_range(key, start, end, block))
+    assert b"".join(pieces) == data[start:end]
+    assert all(0 < len(piece) <= block for piece in pieces)
+
+
+def test_a_small_range_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    data = random_bytes(300_000, seed=4)
+    key = blake3.blake3(data).hexdigest()
+    store.put(key, data)
+    before = open_descriptors()
+    pending = [store.get_range(key, 1000 * i, 1000 * i + 65_536) for i in range(50)]
+    assert open_descriptors() == before  # nothing held while the pieces wait to be consumed
+    assert [b"".join(p) for p in pending] == [data[1000 * i : 1000 * i + 65_536] for i in range(50)]
+
+
+def test_missing_or_invalid_keys_raise_when_called(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    missing = "ab" * 32
+    with pytest.raises(BlobNotFoundError):
+        store.get_range(missing, 0, 10)  # small: read at once
+    with pytest.raises(BlobNotFoundError):
+        store.get_range(missing, 0, 10_000_000)  # streamed
+    with pytest.raises(BlobNotFoundError):
+        store.get(missing)
+    with pytest.raises(ValueError):
+        store.get_range("../etc/passwd", 0, 10)
+    with pytest.raises(ValueError):
+        store.get_range(missing, 10, 5)
