@@ -79,8 +79,13 @@ def contenders(tmp: Path, before_src: Path, tag: str) -> dict[str, Factory]:
 
 
 def rotated(names: list[str], round_no: int) -> Iterator[str]:
-    shift = round_no % len(names)
-    yield from names[shift:] + names[:shift]
+    """The servers' order in round ``round_no``: rotated every second round and reversed every
+    other one, so over each pair of rounds BEFORE runs right after AFTER as often as the other
+    way round (a plain rotation put AFTER right behind BEFORE in two rounds of three, and the
+    one that runs second starts on a machine still busy with the first one's work)."""
+    shift = (round_no // 2) % len(names)
+    order = names[shift:] + names[:shift]
+    yield from reversed(order) if round_no % 2 else order
 
 
 def run_put(tmp: Path, before_src: Path, rounds: int, files: int) -> dict[str, dict[str, float]]:
