@@ -20,11 +20,13 @@ class Router:
     ) -> None:
         self.routes = list(routes)
         self.fallback = fallback
+        #: (prefix, what a path below it starts with, app), worked out once.
+        self._matchers = [(prefix, prefix.rstrip("/") + "/", app) for prefix, app in self.routes]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        for prefix, app in self.routes:
-            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+        for prefix, below, app in self._matchers:
+            if path == prefix or path.startswith(below):
                 return app(environ, start_response)
         return self.fallback(environ, start_response)
 

@@ -17,7 +17,9 @@ tree, ``oxidav.authz.mounts``) reads the caller's mount table first: a path belo
 is decided like the owner's URL and served through the ``TreeView`` left in
 ``environ[ENVIRON_VIEWS]``; the table itself goes to ``environ[ENVIRON_MOUNTS]`` so that
 listings show the mount points. Own-tree requests that cannot involve a mount (and every
-request of a user without file or folder grants) make no grant query.
+request of a user without file or folder grants) make no grant query; those of a user the mount
+service remembers as holding no mount (``MountService.known_without_mounts``) do not even build
+the request's ``RequestAuthz``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.authz.credential_cache import Principal
+from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.engine import GrantEngine
 from oxidav.authz.grants import GrantError, revoke
@@ -43,6 +46,14 @@ audit = logging.getLogger("oxidav.audit")
 
 ENVIRON_AUTHZ = "oxidav.authz"
 ENVIRON_ACTING_FOR = "oxidav.authz.acting_for"
+
+
+_ALLOWED = Verdict(ALLOW)
+
+
+def _verdict_of(decision: Decision) -> Verdict:
+    """``Verdict(decision)``; the common allowed one is built once (a verdict is frozen)."""
+    return _ALLOWED if decision is ALLOW else Verdict(decision)
 
 
 class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
@@ -88,12 +99,18 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         username = environ.get("wsgidav.auth.user_name") or ""
         own = decide(username, path, dest_path)
         if self.engine is None or not isinstance(principal, Principal):
-            return Verdict(own)
+            return _verdict_of(own)
         with_mounts = self._involves_mounts(username, path) or (
             dest_path is not None and self._involves_mounts(username, dest_path)
         )
         if own.allowed and not with_mounts:
-            return Verdict(own)  # own paths: the fast path, no grant query
+            return _verdict_of(own)  # own paths: the fast path, no grant query
+        if (
+            own.allowed
+            and self.mounts is not None
+            and self.mounts.known_without_mounts(principal.user_id)
+        ):
+            return _verdict_of(own)  # own paths of a user known to hold no mount
         authz = self.engine.request(principal)
         environ[ENVIRON_AUTHZ] = authz
         mounts: MountTable | None = None
@@ -104,7 +121,7 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
             else:
                 mounts = None
             if own.allowed and mounts is None:
-                return Verdict(own)
+                return _verdict_of(own)
         with self.engine.db.read() as session:
             return authorize(
                 authz,

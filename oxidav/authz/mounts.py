@@ -164,12 +164,17 @@ class MountService:
         # user id -> (generation.local_changes() when seen, monotonic deadline)
         self._no_mounts: dict[int, tuple[int, float]] = {}
 
+    def known_without_mounts(self, user_id: int) -> bool:
+        """Whether ``user_id`` is remembered as holding no mount, so that ``table`` would
+        answer an empty table without a query (see the module docstring)."""
+        seen = self._no_mounts.get(user_id)
+        return seen is not None and seen[0] == local_changes() and time.monotonic() < seen[1]
+
     def table(self, authz: RequestAuthz) -> MountTable:
         principal = authz.principal
         me = principal.user_id
         empty = MountTable(me, principal.username, self.folder)
-        seen = self._no_mounts.get(me)
-        if seen is not None and seen[0] == local_changes() and time.monotonic() < seen[1]:
+        if self.known_without_mounts(me):
             return empty
         table = self._read_table(authz, empty)
         if table.mounts:

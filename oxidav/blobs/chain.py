@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkParams
 from oxidav.blobs.ingest import Ingest, StoredContent
+from oxidav.blobs.manifest_cache import cache_for
 from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.reader import ContentReader
 from oxidav.blobs.store import BlobStore
@@ -37,6 +38,8 @@ class BlobChain:
         self.db = db
         self.store = store
         self.chunk_params = chunk_params
+        #: The process's cache of chunk lists of ``db`` (looked up once, not per ``open``).
+        self.manifests = cache_for(db)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: Database) -> BlobChain:
@@ -131,7 +134,7 @@ class BlobChain:
         it), which saves the manifest read; the manifest is then first read by ``read``."""
         if size is None:
             size = self.stat(manifest_hash).size
-        return ContentReader(self.db, self.store, manifest_hash, size)
+        return ContentReader(self.db, self.store, manifest_hash, size, self.manifests)
 
 
 __all__ = ["BlobChain"]

@@ -70,13 +70,25 @@ class _NodeResource(NodeProperties):
         self.node = node
         self._ref: str | None = None
         self._href: str | None = None
-        self.page = page or Page(
-            self.provider.backend,
-            self.environ,
-            [node],
-            lock_rows.normalize_root(self.get_ref_url()),
-            listing=False,
-        )
+        self._page = page
+
+    @property
+    def page(self) -> Page:
+        """The ``Page`` the resource was listed in, or its own one-node page, built on first
+        need (a GET never reads properties or locks through it)."""
+        if self._page is None:
+            self._page = Page(
+                self.provider.backend,
+                self.environ,
+                [self.node],
+                lock_rows.normalize_root(self.get_ref_url()),
+                listing=False,
+            )
+        return self._page
+
+    @page.setter
+    def page(self, page: Page) -> None:
+        self._page = page
 
     def get_ref_url(self) -> str:
         """The lock key: the canonical files URL, the same through every alias mount."""

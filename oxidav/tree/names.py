@@ -12,6 +12,12 @@ import unicodedata
 from oxidav.tree.errors import InvalidName
 
 MAX_NAME_CHARS = 255
+#: ``normalize_path`` remembers this many answers (every request normalizes its path twice:
+#: authorization and the provider); the memo is emptied when full.
+PATH_MEMO_ENTRIES = 4096
+#: Longer paths are normalized every time (they would make the memo's memory unbounded).
+PATH_MEMO_MAX_CHARS = 1024
+_path_memo: dict[str, str] = {}
 
 
 def normalize_name(name: str) -> str:
@@ -37,8 +43,19 @@ def join_path(parts: list[str]) -> str:
 
 
 def normalize_path(path: str) -> str:
-    """Any client path -> the materialized form (``""`` or ``"/a/b"``), validated."""
-    return join_path(split_path(path))
+    """Any client path -> the materialized form (``""`` or ``"/a/b"``), validated.
+
+    Memoized (a pure function): only valid paths are remembered, an invalid one raises
+    ``InvalidName`` every time."""
+    found = _path_memo.get(path)
+    if found is not None:
+        return found
+    normalized = join_path(split_path(path))
+    if len(path) <= PATH_MEMO_MAX_CHARS:
+        if len(_path_memo) >= PATH_MEMO_ENTRIES:
+            _path_memo.clear()
+        _path_memo[path] = normalized
+    return normalized
 
 
 def parent_path(path: str) -> str:

@@ -354,6 +354,25 @@ def test_mount_listing_costs_the_same_for_one_or_many_mounts(server: LiveServer)
     assert len(counter.selects) == one_mount, counter.selects
 
 
+def test_a_user_without_mounts_reads_no_grants_until_a_share_reaches_him(
+    server: LiveServer,
+) -> None:
+    """bob holds no share: once that is known his own requests make no grant or mount query;
+    a share granted in this process shows on his very next request."""
+    assert server.services is not None
+    assert bob(server, "PUT", BOB + "/own.txt", b"mine") == 201
+    assert bob(server, "GET", BOB + "/own.txt") == 200  # warm: users, roots, "no mounts"
+    counter = StatementCounter(server.services.db)
+    with counter.counting():
+        got = server.request("GET", BOB + "/own.txt", headers={"Range": "bytes=1-2"}, user="bob")
+    assert (got.status, got.body) == (206, b"in")
+    assert not [s for s in counter.selects if "grant" in s or "authz" in s], counter.selects
+    share(server, "files/alice/Shared", Role.VIEWER)
+    assert "/remote.php/dav/files/bob/Shared/" in listing(server, BOB + "/")
+    assert bob(server, "GET", BOB + "/Shared/a.txt") == 200
+    assert bob(server, "GET", BOB + "/own.txt") == 200
+
+
 @pytest.mark.parametrize("bad", ["Shared", "/a/../b", "/a\\b"])
 def test_share_folder_must_be_an_absolute_folder(bad: str) -> None:
     with pytest.raises(SettingsError, match="share_folder"):

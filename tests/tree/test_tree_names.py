@@ -56,3 +56,29 @@ def test_subtree_bounds_select_exactly_the_descendants():
     assert not any(lo <= p < hi for p in outside)
     lo, hi = subtree_bounds("")
     assert all(lo <= p < hi for p in ["/a", "/\U0001f600/x"])
+
+
+def test_normalize_path_is_memoized_but_still_refuses_every_time(monkeypatch):
+    from oxidav.tree import names
+
+    monkeypatch.setattr(names, "_path_memo", {})
+    nfd = "/" + unicodedata.normalize("NFD", "Ünï") + "//x/"
+    assert normalize_path(nfd) == normalize_path(nfd) == "/Ünï/x"
+    assert names._path_memo[nfd] == "/Ünï/x"
+    for _ in range(2):
+        with pytest.raises(InvalidName):
+            normalize_path("/a/../b")
+    assert "/a/../b" not in names._path_memo
+
+
+def test_normalize_path_memo_is_bounded(monkeypatch):
+    from oxidav.tree import names
+
+    monkeypatch.setattr(names, "_path_memo", {})
+    monkeypatch.setattr(names, "PATH_MEMO_ENTRIES", 8)
+    for i in range(20):
+        assert normalize_path(f"/d/{i}") == f"/d/{i}"
+        assert len(names._path_memo) <= 8
+    long = "/" + "/".join(["x" * 200] * 6)
+    assert normalize_path(long) == long
+    assert long not in names._path_memo
