@@ -93,6 +93,8 @@ _REFCOUNTS = select(_chunks.c.hash, _chunks.c.refcount).where(
 )
 _REFCOUNT_ONE = select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.hash == bindparam("key"))
 _CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(postgresql)}
+# One chunk: the upsert alone answers (it returns the row only if it inserted or renewed it).
+_CLAIM_ONE = {name: stmt.returning(_chunks.c.hash) for name, stmt in _CLAIM.items()}
 
 
 def claim_chunks(session: Session, sizes: dict[str, int], now: datetime) -> set[str]:
@@ -109,10 +111,15 @@ def claim_chunks(session: Session, sizes: dict[str, int], now: datetime) -> set[
     either way the bytes are written after any gc that claimed the chunk has deleted them. On
     PostgreSQL a row may gain a reference between the two statements (another ingest's manifest
     commits): it is left as it is and still returned, and writing it again is harmless (a key
-    names its bytes; a write replaces a blob atomically)."""
+    names its bytes; a write replaces a blob atomically). A single chunk (a small content)
+    costs the upsert alone: it returns the row only where it inserted or renewed one."""
     if not sizes:
         return set()
     conn = core(session)
+    if len(sizes) == 1:
+        ((key, size),) = sizes.items()
+        row = {"hash": key, "size": size, "refcount": 0, "created_at": now, "orphaned_at": now}
+        return {key} if conn.execute(_CLAIM_ONE[conn.dialect.name], row).first() else set()
     keys = list(sizes)
     referenced: set[str] = set()
     for part in _batches(keys):
@@ -271,6 +278,31 @@ _TOUCH_MANIFEST = (
         )
     )
 )
+#: An existing manifest gains ``n`` references (``create_manifest(references=n)``, ``incref``).
+_INCREF_MANIFEST = (
+    update(_manifests)
+    .where(_manifests.c.hash == bindparam("manifest_hash"))
+    .values(refcount=_manifests.c.refcount + bindparam("n", type_=BigInteger()), orphaned_at=None)
+)
+_DECREF_REMAINING = _manifests.c.refcount - bindparam("n", type_=BigInteger())
+#: ``n`` references dropped; ``orphaned_at`` is stamped only when this reaches zero.
+_DECREF_MANIFEST = (
+    update(_manifests)
+    .where(
+        _manifests.c.hash == bindparam("manifest_hash"),
+        _manifests.c.refcount >= bindparam("n", type_=BigInteger()),
+    )
+    .values(
+        refcount=_DECREF_REMAINING,
+        orphaned_at=case(
+            (_DECREF_REMAINING == 0, bindparam("now", type_=UTCDateTime())),
+            else_=_manifests.c.orphaned_at,
+        ),
+    )
+)
+_MANIFEST_REFCOUNT = select(_manifests.c.refcount).where(
+    _manifests.c.hash == bindparam("manifest_hash")
+)
 _INSERT_ENTRIES = _entries.insert()
 _ADD_USES = (
     update(_chunks)
@@ -285,15 +317,28 @@ _ADD_USES_ONE = (
 )
 
 
-def _insert_or_touch_manifest(conn: Connection, values: dict[str, Any], now: datetime) -> bool:
-    """Insert a manifest row (refcount 0); if it exists, renew the grace period of an
-    unreferenced one instead. Returns whether the row was created. A row that vanishes between
-    the two statements (a concurrent gc collected it) is inserted afresh."""
-    row = {**values, "refcount": 0, "created_at": now, "orphaned_at": now}
+def _insert_or_touch_manifest(
+    conn: Connection, values: dict[str, Any], now: datetime, references: int = 0
+) -> bool:
+    """Insert a manifest row with ``references`` references; if it exists, add them to it
+    instead (``references`` 0: renew the grace period of an unreferenced one). Returns
+    whether the row was created. A row that vanishes between the two statements (a
+    concurrent gc collected it) is inserted afresh."""
+    row = {
+        **values,
+        "refcount": references,
+        "created_at": now,
+        "orphaned_at": None if references else now,
+    }
     while True:
         if conn.execute(_INSERT_MANIFEST[conn.dialect.name], row).first() is not None:
             return True
-        touched = conn.execute(_TOUCH_MANIFEST, {"manifest_hash": values["hash"], "now": now})
+        if references:
+            touched = conn.execute(
+                _INCREF_MANIFEST, {"manifest_hash": values["hash"], "n": references}
+            )
+        else:
+            touched = conn.execute(_TOUCH_MANIFEST, {"manifest_hash": values["hash"], "now": now})
         if touched.rowcount:
             return False
 
@@ -319,11 +364,17 @@ def _add_uses(conn: Connection, manifest_hash: str, uses: dict[str, int]) -> Non
 
 
 def create_manifest(
-    session: Session, builder: ManifestBuilder, content_hash: str, now: datetime
+    session: Session,
+    builder: ManifestBuilder,
+    content_hash: str,
+    now: datetime,
+    references: int = 0,
 ) -> bool:
-    """Insert the manifest of ``builder`` (refcount 0) with its entries and count them into
-    the chunk refcounts. If it already exists, only renew its grace period. Returns whether it
-    was created. Raises ``BlobChainConflictError`` if a chunk row is missing."""
+    """Insert the manifest of ``builder`` with ``references`` references (0: an orphan that gc
+    collects after the grace period unless someone takes one) and its entries, and count them
+    into the chunk refcounts. If it already exists, only add ``references`` to it (or, for 0,
+    renew its grace period). Returns whether it was created. Raises
+    ``BlobChainConflictError`` if a chunk row is missing."""
     conn = core(session)
     created = _insert_or_touch_manifest(
         conn,
@@ -334,6 +385,7 @@ def create_manifest(
             "chunk_count": builder.count,
         },
         now,
+        references,
     )
     if not created:
         return False
@@ -411,23 +463,15 @@ def change_manifest_refcount(session: Session, manifest_hash: str, delta: int) -
     that would go negative, ``RefcountError``."""
     if delta == 0:
         return
-    new_count = _manifests.c.refcount + delta
-    stmt = update(_manifests).where(_manifests.c.hash == manifest_hash)
-    if delta < 0:
-        stmt = stmt.where(_manifests.c.refcount >= -delta)
-        # ``orphaned_at`` is stamped only when this decrement reaches zero.
-        now = literal(utcnow(), UTCDateTime())
-        stmt = stmt.values(
-            refcount=new_count,
-            orphaned_at=case((new_count == 0, now), else_=_manifests.c.orphaned_at),
-        )
+    conn = core(session)
+    if delta > 0:
+        result = conn.execute(_INCREF_MANIFEST, {"manifest_hash": manifest_hash, "n": delta})
     else:
-        stmt = stmt.values(refcount=new_count, orphaned_at=None)
-    if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+        params = {"manifest_hash": manifest_hash, "n": -delta, "now": utcnow()}
+        result = conn.execute(_DECREF_MANIFEST, params)
+    if result.rowcount == 1:
         return
-    current = session.execute(
-        select(_manifests.c.refcount).where(_manifests.c.hash == manifest_hash)
-    ).scalar_one_or_none()
+    current = conn.execute(_MANIFEST_REFCOUNT, {"manifest_hash": manifest_hash}).scalar()
     if current is None:
         raise ManifestNotFoundError(manifest_hash)
     raise RefcountError(f"manifest {manifest_hash} has refcount {current}, cannot remove {-delta}")

@@ -60,6 +60,7 @@ class BlobChain:
         source: BinaryIO | Iterable[bytes],
         expected_length: int | None = None,
         md5: bool = False,
+        publish: bool = True,
     ) -> StoredContent:
         """Store the bytes of ``source`` (a file object or an iterable of byte strings).
 
@@ -70,8 +71,12 @@ class BlobChain:
         ``expected_length`` is given and the source holds a different number of bytes; then no
         manifest is visible. Memory stays flat. The empty content is valid (no chunks).
         ``md5=True`` also computes the MD5 of the content (``StoredContent.md5``).
+        ``publish=False`` returns once the chunks are durable, with a ``PendingContent``
+        whose manifest row its own ``incref`` writes in the caller's transaction (a PUT
+        then commits manifest and node row together: one transaction less).
         """
-        return Ingest(self.db, self.store, self.chunk_params).run(source, expected_length, md5)
+        ingest = Ingest(self.db, self.store, self.chunk_params)
+        return ingest.run(source, expected_length, md5, publish)
 
     def concat(self, manifest_hashes: Sequence[str]) -> StoredContent:
         """A manifest whose chunks are those of ``manifest_hashes``, in order (Nextcloud chunked

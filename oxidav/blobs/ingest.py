@@ -15,6 +15,12 @@ the writers drain a batch while the next one is being chunked — and memory sta
 the content length.
 A content that fits in its first batch (any small PUT) starts no thread: one transaction claims
 its chunk, the chunk is written and synced, a second transaction creates the manifest.
+
+``publish=False`` leaves out that second transaction: the run ends once every chunk is durable
+and returns a ``PendingContent``, whose manifest row is written by its first ``incref`` — inside
+the caller's transaction, together with the row that references it (a PUT's node row). The
+order still holds: the bytes are synced before that transaction starts, and the manifest becomes
+visible in the same commit as its first reference, or not at all.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
+
+from sqlalchemy.orm import Session
 
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkedContent, ChunkParams
@@ -55,6 +63,32 @@ class StoredContent:
     size: int
     content_hash: str
     md5: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingContent(StoredContent):
+    """Content whose chunks are durable but whose manifest row is not written yet
+    (``Ingest.run(publish=False)``). It is also the ``ContentRefs`` of the caller's
+    transaction: ``incref`` of its own manifest creates the row holding those references
+    (or adds them to an existing row); any other hash is counted as ``BlobChain.incref``
+    would. Nothing is visible unless that transaction commits; if it does not, the chunks
+    stay unreferenced rows that gc collects after its grace period."""
+
+    builder: ManifestBuilder | None = field(default=None, repr=False, compare=False)
+
+    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+        if n < 0:
+            raise ValueError("incref by a negative count")
+        if manifest_hash == self.manifest_hash and self.builder is not None:
+            if n:
+                catalog.create_manifest(session, self.builder, self.content_hash, utcnow(), n)
+            return
+        catalog.change_manifest_refcount(session, manifest_hash, n)
+
+    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+        if n < 0:
+            raise ValueError("decref by a negative count")
+        catalog.change_manifest_refcount(session, manifest_hash, -n)
 
 
 class _Writer:
@@ -168,7 +202,10 @@ class Ingest:
         source: BinaryIO | Iterable[bytes],
         expected_length: int | None = None,
         md5: bool = False,
+        publish: bool = True,
     ) -> StoredContent:
+        """Ingest ``source``; ``publish=False``: return a ``PendingContent`` instead of
+        committing the manifest row (see the module docstring)."""
         content = ChunkedContent(source, expected_length, md5, self.params)
         builder = ManifestBuilder()
         batch: dict[str, bytes] = {}
@@ -190,6 +227,10 @@ class Ingest:
         except BaseException:
             self._writer.close()
             raise
+        if not publish:
+            return PendingContent(
+                builder.hash, builder.size, content.content_hash, content.md5, builder
+            )
         with self.db.write() as session:
             catalog.create_manifest(session, builder, content.content_hash, utcnow())
         return StoredContent(builder.hash, builder.size, content.content_hash, content.md5)
@@ -223,5 +264,6 @@ __all__ = [
     "FIRST_BATCH_BYTES",
     "WRITE_AHEAD_BYTES",
     "Ingest",
+    "PendingContent",
     "StoredContent",
 ]

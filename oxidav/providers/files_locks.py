@@ -7,6 +7,10 @@ config. WsgiDAV's manager checks a write by asking the storage once per ancestor
 times per request (a PUT costs a dozen queries); ``DbLockManager`` asks once, for all
 ancestors together, and the files provider installs it over a ``DbLockStorage`` by itself.
 
+The check of every write (the locks rooted at a URL and its ancestors) is one pre-built
+statement per ancestor count, run on a pooled driver connection (``PreparedRead``): no session,
+no transaction around a single read.
+
 WsgiDAV's ``LockManager`` checks for conflicts and then calls ``create``; between two processes
 that check could race, so ``create`` repeats the conflict rules of
 ``LockManager._check_lock_permission`` inside one serialized transaction (``BEGIN IMMEDIATE``
@@ -15,12 +19,15 @@ on SQLite, a transaction-scoped advisory lock on PostgreSQL) and raises 423 on a
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Select, String, bindparam, literal_column, or_, select, text, type_coerce
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 from wsgidav.dav_error import (
     HTTP_LOCKED,
     DAVError,
@@ -30,10 +37,47 @@ from wsgidav.dav_error import (
 from wsgidav.lock_man.lock_manager import LockManager
 
 from oxidav.db import Database
+from oxidav.db.models.tree import DavLock
+from oxidav.providers.prepared_read import PreparedRead
 from oxidav.tree import locks as rows
 
 #: Key of the PostgreSQL advisory lock that serializes lock creation ("oxiL").
 _ADVISORY_KEY = 0x6F78694C
+#: WsgiDAV's lock dictionary keys and their columns (as ``oxidav.tree.locks`` returns them).
+_LOCK_KEYS = ("token", "root", "type", "scope", "depth", "owner", "timeout", "expire", "principal")
+_LOCK_COLUMNS = (
+    DavLock.token,
+    DavLock.root,
+    DavLock.lock_type,
+    DavLock.scope,
+    DavLock.depth,
+    DavLock.owner,
+    # The drivers return these as floats already; a ``Float`` result processor would need the
+    # cursor's column type on PostgreSQL, which a prepared read does not pass.
+    type_coerce(DavLock.timeout, NullType()).label("timeout"),
+    type_coerce(DavLock.expire, NullType()).label("expire"),
+    DavLock.principal,
+)
+#: Ancestor counts up to this get a prepared statement; deeper URLs use a session.
+PREPARED_DEPTH_MAX = 32
+_prepared: dict[int, PreparedRead] = {}
+_prepared_lock = threading.Lock()
+
+
+def _locks_at_read(count: int) -> PreparedRead:
+    """The live locks rooted at one of ``count`` URLs (``:root0`` …), oldest first."""
+    found = _prepared.get(count)
+    if found is None:
+        roots = [bindparam(f"root{i}", type_=String()) for i in range(count)]
+        alive = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
+        statement: Select[*tuple[Any, ...]] = (
+            select(*_LOCK_COLUMNS)
+            .where(DavLock.root.in_(roots), alive)
+            .order_by(DavLock.created_at)
+        )
+        with _prepared_lock:
+            found = _prepared.setdefault(count, PreparedRead(statement))
+    return found
 
 
 def _ancestors(root: str) -> list[str]:
@@ -104,6 +148,11 @@ class DbLockStorage:
     def locks_at(self, roots: list[str], below: str | None = None) -> list[dict[str, Any]]:
         """Live locks rooted at any of ``roots`` (normalized), plus those strictly below
         ``below``, in one query."""
+        if below is None and 0 < len(roots) <= PREPARED_DEPTH_MAX:
+            params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
+            params["now"] = time.time()
+            found = _locks_at_read(len(roots)).rows(self.db.engine, params)
+            return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
         with self.db.read() as session:
             return rows.list_locks_at(session, roots, below)
 

@@ -163,8 +163,11 @@ def write_file(
         "mime_type": guess_mime_type(name),
         "checksums": checksums,
     }
-    if content is not None:
-        refs.incref(session, content.manifest_hash)
+    # The same content again (a client re-uploading a file) keeps its one reference.
+    old_hash = existing.manifest_hash if existing is not None else None
+    new_hash = content.manifest_hash if content is not None else None
+    if new_hash is not None and new_hash != old_hash:
+        refs.incref(session, new_hash)
     if existing is None:
         values.update(
             user_id=user_id,
@@ -176,8 +179,8 @@ def write_file(
         )
         node = insert_node(session, values)
     else:
-        if existing.manifest_hash is not None:
-            refs.decref(session, existing.manifest_hash)
+        if old_hash is not None and old_hash != new_hash:
+            refs.decref(session, old_hash)
         row = core(session).execute(_UPDATE, {**values, "node_id": existing.id}).one()
         node = NodeInfo.from_row(row)
     propagate(session, user_id, parent.path, delta, now)

@@ -1,5 +1,6 @@
 """Ingest: a database failure mid-ingest, the write-ahead bound, concurrent ingests of one
-content, the small-content path and the claim of chunks (SQLite + PG)."""
+content, the small-content path, the claim of chunks and the pending content whose manifest
+its first reference writes (SQLite + PG)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from sqlalchemy import event, text
 from oxidav.blobs import BlobChain, IncompleteContentError, LocalBlobStore, StoredContent, catalog
 from oxidav.blobs.chunking import CDC_MAX, CDC_MIN, ChunkedContent
 from oxidav.blobs.fsck import check
-from oxidav.blobs.ingest import BATCH_BYTES, WRITE_AHEAD_BYTES
+from oxidav.blobs.ingest import BATCH_BYTES, WRITE_AHEAD_BYTES, PendingContent
 from oxidav.db import Database, utcnow
 
 from .support import (
@@ -192,3 +193,67 @@ def test_claim_returns_only_chunks_to_write(chain: BlobChain, database: Database
     # An intent (refcount 0) is never trusted: it is claimed, and written, again.
     with database.write() as session:
         assert catalog.claim_chunks(session, {"ab" * 32: 10}, utcnow()) == {"ab" * 32}
+
+
+def test_a_pending_content_publishes_its_manifest_with_its_first_reference(
+    database: Database, local_store: LocalBlobStore
+) -> None:
+    """``publish=False``: one transaction (the claim) before the bytes are synced, no manifest
+    row; the manifest appears, already referenced, in the caller's transaction, and a
+    rolled-back caller leaves only unreferenced chunks (gc collects them)."""
+    store = RecordingStore(local_store)
+    chain = BlobChain(database, store)
+    commits: list[object] = []
+
+    def on_commit(conn: object) -> None:
+        commits.append(conn)
+
+    event.listen(database.engine, "commit", on_commit)
+    try:
+        pending = chain.ingest([b"a pending file"], expected_length=14, publish=False)
+        assert len(commits) == 1  # the claim; no manifest transaction
+    finally:
+        event.remove(database.engine, "commit", on_commit)
+    assert isinstance(pending, PendingContent)
+    key = blake3.blake3(b"a pending file").hexdigest()
+    assert store.puts == store.synced == [key]  # durable before any manifest exists
+    assert manifest_count(database) == 0
+    with pytest.raises(RuntimeError), database.write() as session:
+        pending.incref(session, pending.manifest_hash)
+        raise RuntimeError("the node write failed")
+    assert manifest_count(database) == 0 and chunk_refcounts(database) == {key: 0}
+    with database.write() as session:
+        pending.incref(session, pending.manifest_hash)
+    assert chain.refcount(pending.manifest_hash) == 1
+    assert chunk_refcounts(database) == {key: 1}
+    assert read_all(chain, pending.manifest_hash) == b"a pending file"
+    # The same content again: its manifest row exists, the reference is added to it.
+    again = chain.ingest([b"a pending file"], expected_length=14, publish=False)
+    assert again == pending
+    with database.write() as session:
+        again.incref(session, again.manifest_hash, 2)
+        again.decref(session, again.manifest_hash)
+    assert chain.refcount(pending.manifest_hash) == 2
+    assert chunk_refcounts(database) == {key: 1}
+    assert check(database, store, deep=True).clean
+
+
+def test_one_chunk_claim_is_one_statement(chain: BlobChain, database: Database) -> None:
+    chain.ingest([b"referenced chunk"])
+    referenced = blake3.blake3(b"referenced chunk").hexdigest()
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        seen.append(statement)
+
+    event.listen(database.engine, "before_cursor_execute", record)
+    try:
+        with database.write() as session:
+            assert catalog.claim_chunks(session, {referenced: 16}, utcnow()) == set()
+            assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
+            assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
+    finally:
+        event.remove(database.engine, "before_cursor_execute", record)
+    assert len([s for s in seen if "blob_chunks" in s]) == 3
+    assert chunk_refcounts(database)[referenced] == 1
+    assert chunk_refcounts(database)["ef" * 32] == 0

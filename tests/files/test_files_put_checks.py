@@ -1,14 +1,24 @@
 """PUT's lock checks: one lock query per PUT (a new member's parent, whose depth-0 lock conflicts,
-checked in the same query), and concurrent small PUTs of one user all landing (the SQLite writer
-queue)."""
+checked in the same query; a prepared read equal to the session's), concurrent small PUTs of
+one user all landing (the SQLite writer queue), the manifest committed with the node row, and
+bodiless 201/204 answers."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from files_helpers import url
-from sqlalchemy import event
+from sqlalchemy import Engine, event, select, update
 
+from oxidav.blobs.fsck import check
+from oxidav.blobs.gc import collect_garbage
+from oxidav.db import Database
+from oxidav.db.models.blobs import BlobChunk, BlobManifest
+from oxidav.db.models.users import User
+from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.prepared_read import PreparedRead
+from oxidav.tree import locks as lock_rows
 from tests.support.live import LiveServer
 
 LOCKINFO = (
@@ -24,6 +34,8 @@ def _lock(live_server: LiveServer, path: str, depth: str = "0") -> str:
 
 
 def _lock_queries(live_server: LiveServer, method: str, path: str, body: bytes) -> tuple[int, int]:
+    """The status of the request, and how many lock queries it ran: through a session, or as
+    a ``PreparedRead`` on a driver connection (which SQLAlchemy's events do not see)."""
     assert live_server.services is not None
     engine = live_server.services.db.engine
     seen: list[str] = []
@@ -32,12 +44,34 @@ def _lock_queries(live_server: LiveServer, method: str, path: str, body: bytes) 
         if "dav_locks" in statement:
             seen.append(statement)
 
+    prepared_rows = PreparedRead.rows
+
+    def counted_rows(read: PreparedRead, engine: Engine, params: Any) -> list[tuple[Any, ...]]:
+        if "dav_locks" in str(read.statement):
+            seen.append(str(read.statement))
+        return prepared_rows(read, engine, params)
+
     event.listen(engine, "before_cursor_execute", count)
+    PreparedRead.rows = counted_rows  # type: ignore[method-assign]
     try:
         status = live_server.request(method, url(path), body).status
     finally:
+        PreparedRead.rows = prepared_rows  # type: ignore[method-assign]
         event.remove(engine, "before_cursor_execute", count)
     return status, len(seen)
+
+
+def test_the_prepared_lock_read_returns_what_the_session_returns(database: Database) -> None:
+    storage = DbLockStorage(database)
+    shared = {"type": "write", "scope": "shared", "depth": "infinity", "owner": b"<o>a</o>"}
+    storage.create("/a", {**shared, "timeout": 60, "principal": "alice"})
+    storage.create("/a/b", {**shared, "timeout": -1, "principal": "bob"})
+    storage.create("/a/b/c", {**shared, "depth": "0", "timeout": 600, "principal": "alice"})
+    for roots in (["/a/b/c", "/a/b", "/a", "/"], ["/a/b"], ["/x", "/"]):
+        with database.read() as session:
+            expected = lock_rows.list_locks_at(session, roots)
+        assert storage.locks_at(roots) == expected
+    assert len(storage.locks_at(["/a/b/c", "/a/b", "/a", "/"])) == 3
 
 
 def test_an_overwrite_checks_the_locks_once(live_server: LiveServer) -> None:
@@ -86,3 +120,36 @@ def test_concurrent_small_puts_all_land(live_server: LiveServer) -> None:
         for i in range(per_client):
             got = live_server.request("GET", url(f"/c{c}-{i}.bin"))
             assert got.body == f"{c}-{i}".encode() * 300
+
+
+def test_a_put_refused_at_commit_leaves_no_manifest(live_server: LiveServer) -> None:
+    """The manifest row is written in the node's transaction (``PendingContent``): a PUT the
+    quota refuses there leaves the previous version, no manifest and no referenced chunk,
+    only unreferenced chunk rows, which gc collects."""
+    assert live_server.services is not None
+    db, chain = live_server.services.db, live_server.services.blobs
+    with db.write() as session:
+        session.execute(update(User).where(User.username == "alice").values(quota_bytes=100))
+    assert live_server.request("PUT", url("/f.txt"), b"a" * 60).status == 201
+    with db.read() as session:
+        manifests = session.execute(select(BlobManifest.hash, BlobManifest.refcount)).all()
+    assert len(manifests) == 1 and manifests[0].refcount == 1
+    assert live_server.request("PUT", url("/f.txt"), b"b" * 101).status == 507
+    assert live_server.request("PUT", url("/g.txt"), b"c" * 50).status == 507
+    assert live_server.request("GET", url("/f.txt")).body == b"a" * 60
+    with db.read() as session:
+        assert session.execute(select(BlobManifest.hash, BlobManifest.refcount)).all() == manifests
+        chunks = dict(session.execute(select(BlobChunk.hash, BlobChunk.refcount)).all())
+    assert sorted(chunks.values()) == [0, 0, 1]
+    collect_garbage(db, chain.store, grace_seconds=0)
+    assert list(chain.store.iter_keys()) == [k for k, refs in chunks.items() if refs]
+    assert check(db, chain.store, deep=True).clean
+
+
+def test_created_and_replaced_answers_have_no_body(live_server: LiveServer) -> None:
+    created = live_server.request("PUT", url("/e.txt"), b"one")
+    assert (created.status, created.body, created.headers["content-length"]) == (201, b"", "0")
+    assert created.headers["etag"].startswith('"') and "date" in created.headers
+    replaced = live_server.request("PUT", url("/e.txt"), b"two")
+    assert (replaced.status, replaced.body) == (204, b"")
+    assert replaced.headers["etag"] != created.headers["etag"]

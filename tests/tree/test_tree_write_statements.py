@@ -84,3 +84,23 @@ def test_a_missing_root_is_created_by_the_first_write(
     with database.read() as session:
         root = resolve(session, user, "")
         assert root is not None and root.size == 5
+
+
+def test_the_same_content_again_keeps_its_one_reference(
+    database: Database, user: int, refs: CountingRefs
+) -> None:
+    """A client re-uploading a file unchanged: no incref and decref of the same manifest (a
+    new etag all the same: the version was written)."""
+    with database.write() as session:
+        first = write_file(session, refs, user, "/same.txt", content("s", 10)).node
+    calls: list[str] = []
+    incref, decref = refs.incref, refs.decref
+    refs.incref = lambda s, h, n=1: (calls.append(f"+{h}"), incref(s, h, n))[1]  # type: ignore[method-assign]
+    refs.decref = lambda s, h, n=1: (calls.append(f"-{h}"), decref(s, h, n))[1]  # type: ignore[method-assign]
+    with database.write() as session:
+        again = write_file(session, refs, user, "/same.txt", content("s", 10)).node
+    assert calls == [] and refs.live() == {"m-s": 1}
+    assert again.etag != first.etag and again.manifest_hash == "m-s"
+    with database.write() as session:
+        write_file(session, refs, user, "/same.txt", content("t", 12))
+    assert calls == ["+m-t", "-m-s"] and refs.live() == {"m-t": 1}
