@@ -127,8 +127,7 @@ class LocalBlobStore:
 
     def path(self, key: str) -> Path:
         """Where ``key`` lives on disk."""
-        check_key(key)
-        return self.root / shard_of(key) / key
+        return Path(self._file(key))
 
     # -- writing -------------------------------------------------------------------------
 
@@ -264,9 +263,9 @@ class LocalBlobStore:
         return os.path.join(self.root, "")
 
     def _file(self, key: str) -> str:
-        """``path(key)`` as a string."""
+        """Where ``key`` lives on disk, as a string (``path`` wraps it in a ``Path``)."""
         check_key(key)
-        return f"{self._prefix}{key[:2]}/{key}"
+        return f"{self._prefix}{shard_of(key)}/{key}"
 
     def get(self, key: str) -> bytes:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import blake3
 import pytest
@@ -158,11 +159,9 @@ def test_small_content_of_the_wrong_length_is_refused(
     assert all(v == 0 for v in chunk_refcounts(database).values())
 
 
-def test_small_content_takes_two_transactions(
-    database: Database, local_store: LocalBlobStore
-) -> None:
-    store = RecordingStore(local_store)
-    chain = BlobChain(database, store)
+@contextmanager
+def counted_commits(database: Database) -> Iterator[list[object]]:
+    """The connections that commit while the block runs, one entry per commit."""
     commits: list[object] = []
 
     def on_commit(conn: object) -> None:
@@ -170,13 +169,22 @@ def test_small_content_takes_two_transactions(
 
     event.listen(database.engine, "commit", on_commit)
     try:
+        yield commits
+    finally:
+        event.remove(database.engine, "commit", on_commit)
+
+
+def test_small_content_takes_two_transactions(
+    database: Database, local_store: LocalBlobStore
+) -> None:
+    store = RecordingStore(local_store)
+    chain = BlobChain(database, store)
+    with counted_commits(database) as commits:
         stored = chain.ingest([b"a small file"], expected_length=12)
         assert len(commits) == 2  # claim the chunk, then the manifest
         commits.clear()
         assert chain.ingest([b"a small file"], expected_length=12) == stored
         assert len(commits) == 2
-    finally:
-        event.remove(database.engine, "commit", on_commit)
     assert store.puts == store.synced == [blake3.blake3(b"a small file").hexdigest()]
 
 
@@ -203,17 +211,9 @@ def test_a_pending_content_publishes_its_manifest_with_its_first_reference(
     rolled-back caller leaves only unreferenced chunks (gc collects them)."""
     store = RecordingStore(local_store)
     chain = BlobChain(database, store)
-    commits: list[object] = []
-
-    def on_commit(conn: object) -> None:
-        commits.append(conn)
-
-    event.listen(database.engine, "commit", on_commit)
-    try:
+    with counted_commits(database) as commits:
         pending = chain.ingest([b"a pending file"], expected_length=14, publish=False)
         assert len(commits) == 1  # the claim; no manifest transaction
-    finally:
-        event.remove(database.engine, "commit", on_commit)
     assert isinstance(pending, PendingContent)
     key = blake3.blake3(b"a pending file").hexdigest()
     assert store.puts == store.synced == [key]  # durable before any manifest exists
