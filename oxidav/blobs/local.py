@@ -184,13 +184,19 @@ class LocalBlobStore:
         return True
 
     def _write_renamed(self, key: str, data: bytes, durable: bool) -> None:
+        """Write ``data`` under a temporary name, then rename it over ``key``. A key that
+        already exists is only ever replaced by bytes already on disk, unsynced put or not:
+        another ingest of the same chunk may have synced the file now at that name and be
+        about to commit a manifest that relies on it, and its sync sweep is over — a rename to
+        unsynced bytes would leave that manifest pointing at data a crash can lose. With unnamed
+        writes this path only runs for a key that exists; without, the name is looked up."""
         final = self.path(key)
         tmp = self._tmp / f"{key}.{secrets.token_hex(6)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:
                 _write_all(fd, data)
-                if durable:
+                if durable or self._unnamed_writes or os.path.lexists(final):
                     os.fsync(fd)
                 else:
                     _start_writeback(fd, len(data))

@@ -1,5 +1,6 @@
 """The local store's write path: unnamed file + link (O_TMPFILE), its rename fallback, and the
-sync sweep — atomic names, no leftovers, re-writes that repair, missing keys that surface."""
+sync sweep — atomic names, no leftovers, re-writes that repair (and only ever swap a name to
+bytes already on disk), missing keys that surface."""
 
 from __future__ import annotations
 
@@ -72,6 +73,40 @@ def test_rewrite_repairs_a_damaged_file(tmp_path: Path, unnamed: bool) -> None:
     store.sync([key])
     assert store.get(key) == data
     assert os.listdir(store.root / TMP_DIR) == []
+    store.close()
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["o_tmpfile", "rename"])
+def test_an_unsynced_rewrite_takes_the_name_only_with_its_bytes_on_disk(
+    tmp_path: Path, unnamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ingests of one chunk: the first has written and synced it and may commit its
+    manifest at any moment; the second's unsynced write must not swap that name to bytes a
+    crash could lose. A new key written unsynced is not fsynced (the sweep does that)."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    store._unnamed_writes = unnamed and store._unnamed_writes
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        events.append("rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    data = random_bytes(300_000, seed=10)
+    key = key_of(data)
+    store.put_unsynced(key, data)
+    assert "fsync" not in events  # a new name: durability is the sync sweep's job
+    store.sync([key])
+    events.clear()
+    store.put_unsynced(key, data)  # the second ingest of the same chunk
+    assert events == ["fsync", "rename"]
+    assert store.get(key) == data and os.listdir(store.root / TMP_DIR) == []
     store.close()
 
 
