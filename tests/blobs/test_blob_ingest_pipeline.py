@@ -7,17 +7,17 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import blake3
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from oxidav.blobs import BlobChain, IncompleteContentError, LocalBlobStore, StoredContent, catalog
 from oxidav.blobs.chunking import CDC_MAX, CDC_MIN, ChunkedContent
 from oxidav.blobs.fsck import check
 from oxidav.blobs.ingest import BATCH_BYTES, WRITE_AHEAD_BYTES, PendingContent
 from oxidav.db import Database, utcnow
+from tests.support.engine_events import recorded_commits, recorded_statements
 
 from .support import (
     RecordingStore,
@@ -159,27 +159,12 @@ def test_small_content_of_the_wrong_length_is_refused(
     assert all(v == 0 for v in chunk_refcounts(database).values())
 
 
-@contextmanager
-def counted_commits(database: Database) -> Iterator[list[object]]:
-    """The connections that commit while the block runs, one entry per commit."""
-    commits: list[object] = []
-
-    def on_commit(conn: object) -> None:
-        commits.append(conn)
-
-    event.listen(database.engine, "commit", on_commit)
-    try:
-        yield commits
-    finally:
-        event.remove(database.engine, "commit", on_commit)
-
-
 def test_small_content_takes_two_transactions(
     database: Database, local_store: LocalBlobStore
 ) -> None:
     store = RecordingStore(local_store)
     chain = BlobChain(database, store)
-    with counted_commits(database) as commits:
+    with recorded_commits(database.engine) as commits:
         stored = chain.ingest([b"a small file"], expected_length=12)
         assert len(commits) == 2  # claim the chunk, then the manifest
         commits.clear()
@@ -211,7 +196,7 @@ def test_a_pending_content_publishes_its_manifest_with_its_first_reference(
     rolled-back caller leaves only unreferenced chunks (gc collects them)."""
     store = RecordingStore(local_store)
     chain = BlobChain(database, store)
-    with counted_commits(database) as commits:
+    with recorded_commits(database.engine) as commits:
         pending = chain.ingest([b"a pending file"], expected_length=14, publish=False)
         assert len(commits) == 1  # the claim; no manifest transaction
     assert isinstance(pending, PendingContent)
@@ -241,19 +226,10 @@ def test_a_pending_content_publishes_its_manifest_with_its_first_reference(
 def test_one_chunk_claim_is_one_statement(chain: BlobChain, database: Database) -> None:
     chain.ingest([b"referenced chunk"])
     referenced = blake3.blake3(b"referenced chunk").hexdigest()
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
-        seen.append(statement)
-
-    event.listen(database.engine, "before_cursor_execute", record)
-    try:
-        with database.write() as session:
-            assert catalog.claim_chunks(session, {referenced: 16}, utcnow()) == set()
-            assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
-            assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
-    finally:
-        event.remove(database.engine, "before_cursor_execute", record)
+    with recorded_statements(database.engine) as seen, database.write() as session:
+        assert catalog.claim_chunks(session, {referenced: 16}, utcnow()) == set()
+        assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
+        assert catalog.claim_chunks(session, {"ef" * 32: 5}, utcnow()) == {"ef" * 32}
     assert len([s for s in seen if "blob_chunks" in s]) == 3
     assert chunk_refcounts(database)[referenced] == 1
     assert chunk_refcounts(database)["ef" * 32] == 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from files_helpers import FILES, propfind_props, url
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from oxidav.db import utcnow
 from oxidav.db.models.tree import Node
 from oxidav.tree.trash import purge_trashed_before
+from tests.support.engine_events import recorded_statements
 from tests.support.live import LiveServer
 
 LOCKINFO = (
@@ -148,22 +149,14 @@ def test_listing_costs_the_same_queries_for_10_and_200_children(live_server: Liv
         b"<D:getetag/><D:getlastmodified/><D:getcontentlength/><D:resourcetype/>"
         b"<D:lockdiscovery/><X:dead/></D:prop></D:propfind>"
     )
-    statements: list[str] = []
-
-    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
-        if statement.strip().upper() != "BEGIN":
-            statements.append(statement)
-
     costs = {}
-    event.listen(engine, "before_cursor_execute", count)
-    try:
+    not_begin = recorded_statements(engine, lambda s: None if s.strip().upper() == "BEGIN" else s)
+    with not_begin as statements:
         for folder in ("/small", "/big", "/small", "/big"):
             statements.clear()
             response = live_server.request("PROPFIND", url(folder), body, headers={"Depth": "1"})
             assert response.status == 207
             costs[folder] = len(statements)
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
     assert costs["/small"] == costs["/big"], costs
     assert costs["/big"] <= 12, costs
     assert len(propfind_props(response.body)) == 201

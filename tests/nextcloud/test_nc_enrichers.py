@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from lxml import etree
-from sqlalchemy import event, insert
+from sqlalchemy import insert
 
 from oxidav.db import Database
 from oxidav.db.models.users import User
@@ -16,6 +14,7 @@ from oxidav.nextcloud import enrichers as e
 from oxidav.nextcloud.favorites import list_favorites, set_favorite
 from oxidav.tree import ensure_root, list_children, make_folder, write_file
 from oxidav.tree.types import NodeInfo
+from tests.support.engine_events import recorded_statements
 
 _names = itertools.count()
 
@@ -58,19 +57,11 @@ def _tree(db: Database, uid: int) -> tuple[NodeInfo, list[NodeInfo]]:
         return root, list_children(session, root.id)
 
 
-@contextmanager
-def _count_queries(db: Database) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            seen.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", before)
-    try:
-        yield seen
-    finally:
-        event.remove(db.engine, "before_cursor_execute", before)
+def _count_queries(db: Database) -> Any:
+    """The SELECTs sent while the block runs."""
+    return recorded_statements(
+        db.engine, lambda s: s if s.lstrip().upper().startswith("SELECT") else None
+    )
 
 
 def test_values_for_files_and_folders(database: Database) -> None:

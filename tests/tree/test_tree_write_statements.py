@@ -4,31 +4,22 @@ rules that read still enforces."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from sqlalchemy import delete, event
+from sqlalchemy import delete
 from tree_helpers import CountingRefs, add_user, content
 
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.tree import Conflict, IsAFolder, QuotaExceeded, make_folder, resolve, write_file
 from oxidav.tree.errors import PreconditionFailed
+from tests.support.engine_events import recorded_statements
 
 
-@contextmanager
-def statements(db: Database) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
-        seen.append(" ".join(statement.split()))
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+def statements(db: Database) -> Any:
+    """The statements sent while the block runs, whitespace collapsed."""
+    return recorded_statements(db.engine, lambda statement: " ".join(statement.split()))
 
 
 def test_a_new_file_costs_three_statements_on_sqlite_four_on_postgresql(

@@ -1,0 +1,42 @@
+"""Recording what a SQLAlchemy engine does while a block runs: the statements it sends, the
+commits it makes. One listener added on entry and removed on exit, whatever the block raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, event
+
+
+@contextmanager
+def engine_events(
+    engine: Engine, name: str, pick: Callable[..., Any | None]
+) -> Iterator[list[Any]]:
+    """What ``pick`` returns for each ``name`` event of ``engine`` while the block runs
+    (``None``: not recorded)."""
+    seen: list[Any] = []
+
+    def record(*args: Any) -> None:
+        value = pick(*args)
+        if value is not None:
+            seen.append(value)
+
+    event.listen(engine, name, record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, name, record)
+
+
+def recorded_statements(
+    engine: Engine, pick: Callable[[str], str | None] = lambda statement: statement
+) -> Any:
+    """The SQL of each statement sent (``before_cursor_execute``), through ``pick``."""
+    return engine_events(engine, "before_cursor_execute", lambda *args: pick(args[2]))
+
+
+def recorded_commits(engine: Engine) -> Any:
+    """One entry (the connection) per commit."""
+    return engine_events(engine, "commit", lambda conn: conn)
