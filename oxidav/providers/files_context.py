@@ -42,6 +42,13 @@ QUOTA_NOT_EXCEEDED = "{DAV:}quota-not-exceeded"
 _NODE_AT = PreparedRead(
     select_live().where(Node.user_id == bindparam("user_id"), Node.path == bindparam("path"))
 )
+#: Two paths at once (a PUT's target and parent): one prepared statement, no session.
+_NODES_AT_TWO = PreparedRead(
+    select_live().where(
+        Node.user_id == bindparam("user_id"),
+        Node.path.in_([bindparam("first"), bindparam("second")]),
+    )
+)
 
 
 def dav_error(exc: TreeError) -> DAVError:
@@ -129,13 +136,19 @@ class FilesBackend:
         return cache[key]
 
     def prefetch(self, environ: dict[str, Any], target: Target, paths: list[str]) -> None:
-        """Load the nodes at ``paths`` of ``target``'s tree into the request cache, one query."""
+        """Load the nodes at ``paths`` of ``target``'s tree into the request cache, one query
+        (up to two paths, a PUT's target and parent: a prepared read without a session)."""
         cache = request_cache(environ).nodes
         missing = [p for p in paths if (target.user_id, p) not in cache]
         if not missing:
             return
-        with self.db.read() as session:
-            found = resolve_many(session, target.user_id, missing)
+        if len(missing) <= 2:
+            params = {"user_id": target.user_id, "first": missing[0], "second": missing[-1]}
+            rows = _NODES_AT_TWO.rows(self.db.engine, params)
+            found = {node.path: node for node in map(NodeInfo.from_row, rows)}
+        else:
+            with self.db.read() as session:
+                found = resolve_many(session, target.user_id, missing)
         for path in missing:
             cache[(target.user_id, path)] = found.get(path)
 

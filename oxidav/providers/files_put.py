@@ -28,7 +28,6 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam
 from wsgidav import util
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
@@ -44,34 +43,21 @@ from wsgidav.dav_error import (
 
 from oxidav.blobs import IncompleteContentError
 from oxidav.blobs.ingest import PendingContent
-from oxidav.db import Database
-from oxidav.db.models.tree import Node
 from oxidav.providers.files_body import request_body
 from oxidav.providers.files_context import (
     ENVIRON_NODE,
     Target,
     dav_error,
     forget,
-    request_cache,
 )
 from oxidav.providers.files_locks import DbLockManager
-from oxidav.providers.prepared_read import PreparedRead
 from oxidav.tree import QuotaExceeded, TreeError, write_file
 from oxidav.tree.names import parent_path
-from oxidav.tree.nodes import select_live
-from oxidav.tree.types import NodeInfo
 
 #: Bodies declared longer than this are checked against the quota before they are read;
 #: every write is checked again when it commits.
 QUOTA_PRECHECK = 1 << 20
 _CHECKSUM = re.compile(r"^[A-Za-z0-9]+:[0-9A-Fa-f]+$")
-#: The two nodes a PUT looks at first: the target and its parent.
-_TARGET_AND_PARENT = PreparedRead(
-    select_live().where(
-        Node.user_id == bindparam("user_id"),
-        Node.path.in_([bindparam("path"), bindparam("parent")]),
-    )
-)
 _CREATED = util.get_http_status_string(HTTP_CREATED)
 _NO_CONTENT = util.get_http_status_string(HTTP_NO_CONTENT)
 
@@ -116,7 +102,9 @@ def handle_put(
     if "HTTP_CONTENT_RANGE" in environ:
         raise DAVError(HTTP_BAD_REQUEST, "Content-Range is not allowed on PUT")
     if target.tree_path:
-        _prefetch(environ, provider.backend.db, target)
+        provider.backend.prefetch(
+            environ, target, [target.tree_path, parent_path(target.tree_path)]
+        )
     res = provider.get_resource_inst(path, environ)
     if res is not None and res.is_collection:
         raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
@@ -171,23 +159,6 @@ def handle_put(
     status = _CREATED if result.created else _NO_CONTENT
     start_response(status, [("Content-Length", "0"), ("Date", util.get_rfc1123_time()), *headers])
     return [b""]
-
-
-def _prefetch(environ: dict[str, Any], db: Database, target: Target) -> None:
-    """The target and its parent into the request cache (``FilesBackend.prefetch``), read by
-    one prepared statement on a driver connection: no session around a single read."""
-    cache = request_cache(environ).nodes
-    parent = parent_path(target.tree_path)
-    keys = [(target.user_id, target.tree_path), (target.user_id, parent)]
-    if all(key in cache for key in keys):
-        return
-    params = {"user_id": target.user_id, "path": target.tree_path, "parent": parent}
-    found = {
-        node.path: node
-        for node in map(NodeInfo.from_row, _TARGET_AND_PARENT.rows(db.engine, params))
-    }
-    for key in keys:
-        cache.setdefault(key, found.get(key[1]))
 
 
 def _write_locked(
