@@ -1,4 +1,5 @@
-"""cheroot connections whose responses go straight to the socket (``DirectWriteConnection``).
+"""cheroot connections whose responses go straight to the socket (``DirectWriteConnection``),
+and the gateway that sends ``FileRegion`` body pieces with ``sendfile`` (``BufferGateway``).
 
 cheroot writes responses through ``cheroot.makefile.BufferedWriter``, a ``_pyio`` writer that
 appends every piece to a ``bytearray``, copies that to ``bytes`` for ``send`` and shifts down
@@ -8,6 +9,13 @@ Python before the kernel's own copy (``perf``: 8 % of a 512 MiB GET in ``memmove
 is nothing to flush, and counts ``bytes_written`` as cheroot's statistics expect.
 
 Only plain-TCP connections get it: a TLS adapter brings its own ``makefile`` and keeps it.
+
+WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A file served from
+a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
+of every byte through the process, ``sendfile(2)`` hands the file's page-cache pages to the
+socket instead. ``BufferGateway`` sends regions that way (and ``memoryview`` pieces as they
+are) and says so in the environ (``SENDS_FILE_REGIONS``): an app yields regions only where
+that key is set, so the same app under any other WSGI server yields ``bytes`` as before.
 """
 
 from __future__ import annotations
@@ -17,6 +25,12 @@ from typing import Any
 
 from cheroot.makefile import MakeFile
 from cheroot.server import HTTPConnection
+from cheroot.wsgi import Gateway_10
+
+from oxidav.blobs.regions import FileRegion
+
+#: Set in the environ when the server takes ``FileRegion`` (and ``memoryview``) body pieces.
+SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
 
 class SocketWriter:
@@ -31,6 +45,16 @@ class SocketWriter:
         size = len(data)
         self.bytes_written += size
         return size
+
+    def send_region(self, region: FileRegion) -> int:
+        """Send the bytes of ``region`` with ``sendfile``: from its file straight to the
+        socket (``socket.sendfile`` waits out a full socket within the connection's timeout)."""
+        with open(region.fd, "rb", buffering=0, closefd=False) as file:
+            sent = self._sock.sendfile(file, region.offset, region.length)
+        self.bytes_written += sent
+        if sent != region.length:
+            raise OSError(f"{region!r}: the file ended after {sent} bytes")
+        return sent
 
     def flush(self) -> None:
         """Nothing is buffered."""
@@ -48,4 +72,49 @@ class DirectWriteConnection(HTTPConnection):
             self.wfile = SocketWriter(sock)
 
 
-__all__ = ["DirectWriteConnection", "SocketWriter"]
+class BufferGateway(Gateway_10):
+    """cheroot's WSGI 1.0 gateway that also takes ``memoryview`` body pieces (sent as they
+    are) and ``FileRegion`` ones (sent with ``sendfile``, then closed)."""
+
+    def get_environ(self) -> dict[str, Any]:  # type: ignore[override]  # cheroot's stub: None
+        environ: dict[str, Any] = super().get_environ()  # type: ignore[no-untyped-call]
+        environ[SENDS_FILE_REGIONS] = True
+        return environ
+
+    def respond(self) -> None:
+        """cheroot's ``respond``, with ``memoryview`` and ``FileRegion`` beside ``bytes``."""
+        response = self.req.server.wsgi_app(self.env, self.start_response)
+        try:
+            for chunk in response:
+                if isinstance(chunk, FileRegion):
+                    with chunk:
+                        self._send_region(chunk)
+                    continue
+                if not isinstance(chunk, bytes | memoryview):
+                    raise ValueError("WSGI Applications must yield bytes")
+                if chunk:
+                    self.write(chunk)
+        finally:
+            self.req.ensure_headers_sent()
+            close = getattr(response, "close", None)
+            if close is not None:
+                close()
+
+    def _send_region(self, region: FileRegion) -> None:
+        writer = self.req.conn.wfile
+        rbo = self.remaining_bytes_out
+        if (
+            not isinstance(writer, SocketWriter)
+            or self.req.chunked_write
+            or not self.started_response
+            or (rbo is not None and len(region) > rbo)
+        ):
+            self.write(region.view)  # cheroot's checks, framing and errors
+            return
+        if not region.length:
+            return
+        self.req.ensure_headers_sent()
+        writer.send_region(region)
+
+
+__all__ = ["SENDS_FILE_REGIONS", "BufferGateway", "DirectWriteConnection", "SocketWriter"]

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
+from oxidav.blobs.regions import FileRegion
 from oxidav.blobs.store import (
     READ_BLOCK,
     BlobNotFoundError,
@@ -290,6 +291,14 @@ class LocalBlobStore:
         except FileNotFoundError:
             raise BlobNotFoundError(key) from None
         return self._iter_file(fh, start, end, block)
+
+    def region(self, key: str) -> FileRegion:
+        """The whole blob ``key`` as an open, mapped ``FileRegion`` (checked on its mapped
+        pages and sent with ``sendfile`` by the HTTP server: no copy through the process)."""
+        try:
+            return FileRegion.open(self._file(key))
+        except FileNotFoundError:
+            raise BlobNotFoundError(key) from None
 
     @staticmethod
     def _read_at(key: str, name: str, start: int, length: int) -> list[bytes]:

@@ -27,6 +27,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
+from oxidav.http_connection import SENDS_FILE_REGIONS
 from oxidav.providers.files_context import ENVIRON_NODE
 from oxidav.providers.files_resources import FileResource
 
@@ -170,12 +171,12 @@ def _check_if_header(server: Any, environ: dict[str, Any], res: FileResource, et
         raise DAVError(HTTP_PRECONDITION_FAILED, "'If' header condition failed.")
 
 
-def _stream(res: FileResource, ranges: list[Range]) -> Iterator[bytes]:
+def _stream(res: FileResource, ranges: list[Range], regions: bool = False) -> Iterator[bytes]:
     reader = res.get_content()
     try:
         for start, end in ranges:
             if hasattr(reader, "iter_range"):
-                yield from reader.iter_range(start, end + 1, BLOCK)
+                yield from reader.iter_range(start, end + 1, BLOCK, regions)
             else:
                 reader.seek(start)
                 yield reader.read(end + 1 - start)
@@ -232,10 +233,11 @@ def send_file(
                 add_headers=[("Content-Range", f"bytes */{size}")],
             )
     res.finalize_headers(environ, headers)
+    regions = SENDS_FILE_REGIONS in environ
     if not ranges:
         start_response("200 OK", [*headers, ("Content-Length", str(size))])
         if not head and size > 0:
-            yield from _stream(res, [(0, size - 1)])
+            yield from _stream(res, [(0, size - 1)], regions)
         return
     if len(ranges) == 1:
         start, end = ranges[0]
@@ -248,7 +250,7 @@ def send_file(
             ],
         )
         if not head:
-            yield from _stream(res, ranges)
+            yield from _stream(res, ranges, regions)
         return
     boundary = secrets.token_hex(16)
     length = sum(len(h) + e + 1 - s + 2 for s, e, h in _part_heads(res, ranges, boundary))

@@ -1,6 +1,7 @@
 """Responses written straight to the socket (``DirectWriteConnection``), over real HTTP: large
 bodies byte-equal, keep-alive across GET, HEAD, ranges and chunked replies, and clients that go
-away mid-GET do not hold the server's threads (SQLite + PG)."""
+away mid-GET do not hold the server's threads; ``memoryview`` bodies only through oxidav's own
+gateway (SQLite + PG)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import http.client
 import os
 import socket
 import struct
+from typing import Any
+from wsgiref.util import setup_testing_defaults
+from wsgiref.validate import validator
 
+from oxidav.app import make_app
 from tests.support.live import LiveServer
 
 FILE = "/remote.php/dav/files/alice/big.bin"
@@ -72,3 +77,28 @@ def test_clients_that_leave_mid_get_do_not_hold_the_server(live_server: LiveServ
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
     response = live_server.request("GET", FILE)
     assert response.status == 200 and response.body == DATA
+
+
+def test_a_get_under_another_wsgi_server_yields_only_bytes(live_server: LiveServer) -> None:
+    """Mapped chunks go out as ``memoryview`` pieces only through oxidav's own gateway, which
+    says so in the environ; under any other WSGI server (here wsgiref's validator, which
+    insists on ``bytes``) the same app yields ``bytes`` — the embedding case."""
+    _upload(live_server)
+    assert live_server.services is not None
+    app = validator(make_app(live_server.settings, live_server.services))
+    environ: dict[str, Any] = {}
+    setup_testing_defaults(environ)
+    environ.update(
+        REQUEST_METHOD="GET",
+        PATH_INFO=FILE,
+        QUERY_STRING="",
+        HTTP_AUTHORIZATION=AUTH["Authorization"],
+    )
+    statuses: list[str] = []
+    body = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    try:
+        pieces = list(body)
+    finally:
+        body.close()
+    assert statuses == ["200 OK"]
+    assert all(type(piece) is bytes for piece in pieces) and b"".join(pieces) == DATA

@@ -66,3 +66,35 @@ def test_missing_or_invalid_keys_raise_when_called(tmp_path: Path) -> None:
         store.get_range("../etc/passwd", 0, 10)
     with pytest.raises(ValueError):
         store.get_range(missing, 10, 5)
+
+
+def test_a_region_is_the_whole_blob_and_outlives_its_file(tmp_path: Path) -> None:
+    """``region`` opens and maps the whole blob; its bytes stay those of the file as it was
+    when opened, also after the key is deleted or replaced (new inode) — how chunk files
+    change; ``narrow`` keeps a part; ``close`` releases the descriptor."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    data = os.urandom(300_000)
+    key = blake3.blake3(data).hexdigest()
+    store.put(key, data)
+    region = store.region(key)
+    assert len(region) == len(data) and region.view.readonly and bytes(region) == data
+    store.delete(key)
+    assert bytes(region) == data
+    store.put(key, b"other bytes")
+    assert bytes(region) == data
+    with store.region(key) as other:
+        assert bytes(other) == b"other bytes"
+    assert bytes(region.narrow(1000, 5000)) == data[1000:5000] and len(region) == 4000
+    with pytest.raises(ValueError):
+        region.narrow(0, 4001)
+    fd = region.fd
+    region.close()
+    region.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    empty = blake3.blake3(b"").hexdigest()
+    store.put(empty, b"")
+    with store.region(empty) as nothing:
+        assert len(nothing) == 0 and bytes(nothing) == b""
+    with pytest.raises(BlobNotFoundError):
+        store.region("ab" * 32)

@@ -1,0 +1,101 @@
+"""``FileRegion``: a part of an open, mapped blob file, handed out instead of its bytes.
+
+A local chunk read whole for an HTTP response is checked on its mapped pages (BLAKE3 over the
+mapping: no read into the process) and then sent by the server with ``sendfile(2)`` from the
+same open file: the kernel hands page-cache pages to the socket, so the bytes are never copied
+through the process (``oxidav.http_connection.BufferGateway``). ``view`` and ``bytes()`` give
+the same bytes to anything else.
+
+A region owns its descriptor and mapping: ``close`` (or the end of the last reference) releases
+both. The file behind it is never changed in place — chunk files are written under a new inode,
+replaced by rename and removed by unlink — so what was checked is what is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+
+#: Fault a mapping's pages in when it is made (Linux), not one fault per few pages later.
+_MAP_POPULATE: int = getattr(mmap, "MAP_POPULATE", 0)
+
+
+class FileRegion:
+    """Bytes ``[offset, offset + length)`` of the open file ``fd``, also mapped (``view``)."""
+
+    __slots__ = ("_map", "fd", "length", "offset")
+
+    def __init__(self, fd: int, size: int) -> None:
+        """The whole file ``fd`` of ``size`` bytes; the region takes over the descriptor."""
+        self.fd = fd
+        self.offset = 0
+        self.length = size
+        self._map: mmap.mmap | None = None
+        try:
+            if size:
+                self._map = mmap.mmap(
+                    fd, size, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ
+                )
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def open(cls, path: str) -> FileRegion:
+        """The whole file at ``path`` (``FileNotFoundError`` if there is none)."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, size)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"<FileRegion fd={self.fd} [{self.offset}, {self.offset + self.length})>"
+
+    @property
+    def view(self) -> memoryview:
+        """The region's bytes, read-only, straight from the mapping."""
+        if self._map is None:
+            return memoryview(b"")
+        return memoryview(self._map)[self.offset : self.offset + self.length]
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.view)
+
+    def narrow(self, lo: int, hi: int) -> FileRegion:
+        """Keep only bytes ``[lo, hi)`` of the region (offsets within it); returns itself."""
+        if not 0 <= lo <= hi <= self.length:
+            raise ValueError(f"[{lo}, {hi}) is not within a region of {self.length} bytes")
+        self.offset += lo
+        self.length = hi - lo
+        return self
+
+    def close(self) -> None:
+        """Release the mapping and the descriptor (idempotent). A view still held elsewhere
+        keeps the mapping alive until it is released."""
+        mapping, self._map = self._map, None
+        if mapping is not None:
+            # A view still out keeps the mapping; it goes with the last one.
+            with contextlib.suppress(BufferError):
+                mapping.close()
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __enter__(self) -> FileRegion:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+__all__ = ["FileRegion"]
