@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
 from oxidav.db import Database, UTCDateTime, core, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+from oxidav.db.prepared import Prepared
 
 #: Largest ``IN (…)`` list sent in one statement.
 IN_LIST_MAX = 500
@@ -94,10 +95,10 @@ _REFCOUNTS = select(_chunks.c.hash, _chunks.c.refcount).where(
 _REFCOUNT_ONE = select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.hash == bindparam("key"))
 _CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(postgresql)}
 # One chunk: the upsert alone answers (it returns the row only if it inserted or renewed it).
-_CLAIM_ONE = {name: stmt.returning(_chunks.c.hash) for name, stmt in _CLAIM.items()}
+_CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _CLAIM.items()}
 
 
-def claim_chunks(session: Session, sizes: dict[str, int], now: datetime) -> set[str]:
+def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: datetime) -> set[str]:
     """Of the chunks ``sizes`` (hash -> size) an ingest is about to need, return those it must
     write, having recorded the intent to write them: every chunk without a row or with an
     unreferenced one (refcount 0 is never trusted: it may be garbage whose bytes gc is deleting,
@@ -119,7 +120,7 @@ def claim_chunks(session: Session, sizes: dict[str, int], now: datetime) -> set[
     if len(sizes) == 1:
         ((key, size),) = sizes.items()
         row = {"hash": key, "size": size, "refcount": 0, "created_at": now, "orphaned_at": now}
-        return {key} if conn.execute(_CLAIM_ONE[conn.dialect.name], row).first() else set()
+        return {key} if _CLAIM_ONE[conn.dialect.name].run(conn, row).rows else set()
     keys = list(sizes)
     referenced: set[str] = set()
     for part in _batches(keys):
@@ -265,8 +266,8 @@ def _insert_manifest_statement(dialect: Any) -> Any:
 
 
 _INSERT_MANIFEST = {
-    "sqlite": _insert_manifest_statement(sqlite),
-    "postgresql": _insert_manifest_statement(postgresql),
+    "sqlite": Prepared(_insert_manifest_statement(sqlite)),
+    "postgresql": Prepared(_insert_manifest_statement(postgresql)),
 }
 _TOUCH_MANIFEST = (
     update(_manifests)
@@ -304,13 +305,14 @@ _MANIFEST_REFCOUNT = select(_manifests.c.refcount).where(
     _manifests.c.hash == bindparam("manifest_hash")
 )
 _INSERT_ENTRIES = _entries.insert()
+_INSERT_ENTRY = Prepared(_INSERT_ENTRIES)
 _ADD_USES = (
     update(_chunks)
     .where(_chunks.c.hash.in_(bindparam("keys", expanding=True)))
     .values(refcount=_chunks.c.refcount + bindparam("uses", type_=BigInteger()), orphaned_at=None)
 )
 # One chunk (a small content): no expanding IN list to render.
-_ADD_USES_ONE = (
+_ADD_USES_ONE = Prepared(
     update(_chunks)
     .where(_chunks.c.hash == bindparam("key"))
     .values(refcount=_chunks.c.refcount + bindparam("uses", type_=BigInteger()), orphaned_at=None)
@@ -331,7 +333,7 @@ def _insert_or_touch_manifest(
         "orphaned_at": None if references else now,
     }
     while True:
-        if conn.execute(_INSERT_MANIFEST[conn.dialect.name], row).first() is not None:
+        if _INSERT_MANIFEST[conn.dialect.name].run(conn, row).rows:
             return True
         if references:
             touched = conn.execute(
@@ -349,7 +351,7 @@ def _add_uses(conn: Connection, manifest_hash: str, uses: dict[str, int]) -> Non
     has locked the rows in order already."""
     if len(uses) == 1:
         ((key, count),) = uses.items()
-        if conn.execute(_ADD_USES_ONE, {"key": key, "uses": count}).rowcount != 1:
+        if _ADD_USES_ONE.run(conn, {"key": key, "uses": count}).rowcount != 1:
             raise BlobChainConflictError(f"chunk {key} of {manifest_hash} vanished during ingest")
         return
     by_count: dict[int, list[str]] = {}
@@ -405,7 +407,9 @@ def create_manifest(
             if len(batch) >= INSERT_BATCH:
                 conn.execute(_INSERT_ENTRIES, batch)
                 batch = []
-        if batch:
+        if len(batch) == 1:
+            _INSERT_ENTRY.run(conn, batch[0])
+        elif batch:
             conn.execute(_INSERT_ENTRIES, batch)
     except IntegrityError as exc:
         raise BlobChainConflictError(

@@ -238,9 +238,9 @@ class Ingest:
     def _flush(self, batch: dict[str, bytes], final: bool) -> None:
         if not batch:
             return
-        with self.db.write() as session:
+        with self.db.write_core() as connection:
             claimed = catalog.claim_chunks(
-                session, {key: len(data) for key, data in batch.items()}, utcnow()
+                connection, {key: len(data) for key, data in batch.items()}, utcnow()
             )
         new = {key: data for key, data in batch.items() if key in claimed}
         if new:

@@ -102,9 +102,12 @@ class _WriterQueue:
             self._lock.release()
 
 
-def core(session: Session) -> Connection:
+def core(session: Session | Connection) -> Connection:
     """The connection of ``session``'s transaction, for pre-built Core statements (pending ORM
-    changes are flushed first, as an ORM query would)."""
+    changes are flushed first, as an ORM query would); a ``Connection`` (``Database.
+    write_core``) is its own."""
+    if isinstance(session, Connection):
+        return session
     if session.new or session.dirty or session.deleted:
         session.flush()
     return session.connection()
@@ -117,6 +120,7 @@ class Database:
         self.engine = engine
         self.is_sqlite = engine.dialect.name == "sqlite"
         write_bind = engine.execution_options(**{_IMMEDIATE: True}) if self.is_sqlite else engine
+        self._write_bind = write_bind
         self._read = sessionmaker(bind=engine, expire_on_commit=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False)
         self._writer: AbstractContextManager[Any] = (
@@ -141,6 +145,14 @@ class Database:
         """A session whose transaction commits on a clean exit and rolls back on an exception."""
         with self._writer, self._write() as session, session.begin():
             yield session
+
+    @contextmanager
+    def write_core(self) -> Iterator[Connection]:
+        """``write()`` for Core statements only: the same write transaction (queued, ``BEGIN
+        IMMEDIATE`` on SQLite), on a plain ``Connection`` — no ORM session to build and tear
+        down (a small PUT's chunk claim is one statement)."""
+        with self._writer, self._write_bind.begin() as connection:
+            yield connection
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.db import Database, core, utcnow
 from oxidav.db.models.tree import Node
+from oxidav.db.prepared import Prepared
 from oxidav.tree.names import ancestor_paths
 from oxidav.tree.types import NODE_COLUMNS, NodeInfo
 
@@ -55,19 +56,33 @@ _ROOT_FOR_UPDATE = (
     .where(Node.user_id == bindparam("user_id"), Node.parent_id.is_(None))
     .with_for_update()
 )
-_ROLL_UP = (
-    update(Node)
-    .where(
-        Node.user_id == bindparam("owner_id"),
-        Node.trashed_at.is_(None),
-        Node.is_folder.is_(True),
-        Node.path.in_(bindparam("folder_paths", expanding=True)),
+#: Roll-ups of up to this folder depth run as ``Prepared`` statements, one per depth (an
+#: expanding IN list is rendered per call); deeper ones through ``Connection.execute``.
+ROLL_UP_PREPARED_DEPTH = 16
+
+
+def _roll_up(paths: Any) -> Any:
+    return (
+        update(Node)
+        .where(
+            Node.user_id == bindparam("owner_id"),
+            Node.trashed_at.is_(None),
+            Node.is_folder.is_(True),
+            Node.path.in_(paths),
+        )
+        .values(
+            etag=bindparam("new_etag"),
+            size=Node.size + bindparam("delta", type_=Node.size.type),
+            mtime=bindparam("new_mtime", type_=Node.mtime.type),
+        )
     )
-    .values(
-        etag=bindparam("new_etag"),
-        size=Node.size + bindparam("delta", type_=Node.size.type),
-        mtime=bindparam("new_mtime", type_=Node.mtime.type),
-    )
+
+
+_ROLL_UP = _roll_up(bindparam("folder_paths", expanding=True))
+#: ``_ROLL_UP_BY_DEPTH[n - 1]``: the roll-up of ``n`` folders (the root and n - 1 below it).
+_ROLL_UP_BY_DEPTH = tuple(
+    Prepared(_roll_up([bindparam(f"folder_{i}") for i in range(n)]))
+    for n in range(1, ROLL_UP_PREPARED_DEPTH + 1)
 )
 
 
@@ -148,13 +163,15 @@ def propagate(
     session: Session, user_id: int, folder_path: str, size_delta: int, now: datetime | None = None
 ) -> None:
     """A child of ``folder_path`` changed: new etag, size += delta and mtime for it and above."""
-    core(session).execute(
-        _ROLL_UP,
-        {
-            "owner_id": user_id,
-            "folder_paths": ancestor_paths(folder_path),
-            "new_etag": new_etag(),
-            "delta": size_delta,
-            "new_mtime": now or utcnow(),
-        },
-    )
+    paths = ancestor_paths(folder_path)
+    params: dict[str, Any] = {
+        "owner_id": user_id,
+        "new_etag": new_etag(),
+        "delta": size_delta,
+        "new_mtime": now or utcnow(),
+    }
+    if len(paths) > ROLL_UP_PREPARED_DEPTH:
+        core(session).execute(_ROLL_UP, {**params, "folder_paths": paths})
+        return
+    params.update((f"folder_{i}", path) for i, path in enumerate(paths))
+    _ROLL_UP_BY_DEPTH[len(paths) - 1].run(core(session), params)

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.db import core, utcnow
 from oxidav.db.models.tree import Node
+from oxidav.db.prepared import Prepared
 from oxidav.tree.errors import AlreadyExists, Conflict, IsAFolder, PreconditionFailed
 from oxidav.tree.names import base_name, parent_path
 from oxidav.tree.nodes import (
@@ -54,14 +55,16 @@ def parent_folder(session: Session, user_id: int, path: str) -> NodeInfo:
 
 
 #: Built once (see ``oxidav.tree.nodes``); the columns written are the keys of the parameters.
-_INSERT = insert(Node).returning(*NODE_COLUMNS)
-_UPDATE = update(Node).where(Node.id == bindparam("node_id")).returning(*NODE_COLUMNS)
+_INSERT = Prepared(insert(Node).returning(*NODE_COLUMNS))
+_UPDATE = Prepared(update(Node).where(Node.id == bindparam("node_id")).returning(*NODE_COLUMNS))
 #: What a file write reads, in one statement: the root (its size is the used bytes), the
 #: parent and the target, each row also carrying the user's own quota setting.
-_WRITE_CONTEXT = select(*NODE_COLUMNS, OWN_LIMIT_COLUMN).where(
-    Node.user_id == bindparam("user_id"),
-    Node.trashed_at.is_(None),
-    Node.path.in_([bindparam("root"), bindparam("parent"), bindparam("path")]),
+_WRITE_CONTEXT = Prepared(
+    select(*NODE_COLUMNS, OWN_LIMIT_COLUMN).where(
+        Node.user_id == bindparam("user_id"),
+        Node.trashed_at.is_(None),
+        Node.path.in_([bindparam("root"), bindparam("parent"), bindparam("path")]),
+    )
 )
 
 
@@ -76,17 +79,17 @@ def _write_context(
     if connection.dialect.name != "sqlite":
         lock_tree(session, user_id)
     params = {"user_id": user_id, "root": "", "parent": parent, "path": path}
-    rows = connection.execute(_WRITE_CONTEXT, params).all()
+    rows = _WRITE_CONTEXT.run(connection, params).rows
     if not any(row[4] == "" for row in rows):  # no root yet: lock_tree creates it
         lock_tree(session, user_id)
-        rows = connection.execute(_WRITE_CONTEXT, params).all()
+        rows = _WRITE_CONTEXT.run(connection, params).rows
     found = {row[4]: NodeInfo.from_row(row[:-1]) for row in rows}
     own_limit: Any = rows[0][-1]
     return found[""], found, own_limit
 
 
 def insert_node(session: Session, values: dict[str, object]) -> NodeInfo:
-    row = core(session).execute(_INSERT, values).one()
+    row = _INSERT.run(core(session), values).one()
     return NodeInfo.from_row(row)
 
 
@@ -181,7 +184,7 @@ def write_file(
     else:
         if old_hash is not None and old_hash != new_hash:
             refs.decref(session, old_hash)
-        row = core(session).execute(_UPDATE, {**values, "node_id": existing.id}).one()
+        row = _UPDATE.run(core(session), {**values, "node_id": existing.id}).one()
         node = NodeInfo.from_row(row)
     propagate(session, user_id, parent.path, delta, now)
     return WriteResult(node, existing is None)

@@ -14,6 +14,7 @@ from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.tree import Conflict, IsAFolder, QuotaExceeded, make_folder, resolve, write_file
 from oxidav.tree.errors import PreconditionFailed
+from oxidav.tree.nodes import ROLL_UP_PREPARED_DEPTH
 from tests.support.engine_events import recorded_statements
 
 
@@ -95,3 +96,23 @@ def test_the_same_content_again_keeps_its_one_reference(
     with database.write() as session:
         write_file(session, refs, user, "/same.txt", content("t", 12))
     assert calls == ["+m-t", "-m-s"] and refs.live() == {"m-t": 1}
+
+
+@pytest.mark.parametrize("depth", [ROLL_UP_PREPARED_DEPTH - 1, ROLL_UP_PREPARED_DEPTH + 2])
+def test_a_write_rolls_up_into_every_ancestor_at_any_depth(
+    database: Database, user: int, refs: CountingRefs, depth: int
+) -> None:
+    """The roll-up runs as one prepared statement per depth, and through SQLAlchemy's
+    expanding IN list beyond ``ROLL_UP_PREPARED_DEPTH``: both reach the root."""
+    folders = [f"/{'/'.join(f'f{i}' for i in range(n + 1))}" for n in range(depth)]
+    with database.write() as session:
+        for folder in folders:
+            make_folder(session, user, folder)
+        etags = {path: resolve(session, user, path) for path in ["", *folders]}
+    with database.write() as session:
+        write_file(session, refs, user, f"{folders[-1]}/x.txt", content("x", 7))
+    with database.read() as session:
+        for path, before in etags.items():
+            after = resolve(session, user, path)
+            assert before is not None and after is not None
+            assert after.etag != before.etag and after.size == before.size + 7
