@@ -1,4 +1,6 @@
-"""``Prepared``: a pre-built Core statement run on the driver cursor of a transaction's connection.
+"""``Prepared`` / ``PreparedRead``: pre-built Core statements run on a driver cursor.
+
+``Prepared`` runs on the driver cursor of a transaction's connection.
 
 Through ``Connection.execute`` even a cached statement costs ~25 µs of SQLAlchemy per call (an
 execution context, parameter processing, event dispatch, a ``CursorResult``) — several times
@@ -15,6 +17,15 @@ driver errors are raised as SQLAlchemy's ``DBAPIError`` subclasses (``IntegrityE
 Only for statements without expanding parameters and, for an INSERT or UPDATE, without
 Python-side column defaults to compute (every such column is given): anything else is run by
 ``Connection.execute`` unchanged.
+
+``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
+or HEAD (the node at a path) and the lock check of a PUT. Through a ``Session`` such a read
+costs a session, a connection wrapper, a ``BEGIN``, the execution context, a rollback and a
+close — ~10x the statement itself on SQLite. One statement reads one consistent snapshot on
+its own (SQLite runs it in autocommit, as oxidav's connections have the driver's transaction
+handling switched off; on PostgreSQL the driver opens a transaction that the pool's
+reset-on-return rolls back), so it runs on ``engine.raw_connection()`` (the same pool,
+pre-ping included); listeners do not see it.
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -75,23 +87,21 @@ class Prepared:
         self._compiled: dict[tuple[str, frozenset[str]], _Compiled | None] = {}
         self._lock = threading.Lock()
 
-    def _for(self, connection: Connection, names: frozenset[str]) -> _Compiled | None:
-        dialect = connection.dialect
+    def _for(self, dialect: Dialect, names: frozenset[str]) -> _Compiled | None:
         key = (dialect.name, names)
         try:
             return self._compiled[key]
         except KeyError:
             pass
         try:
-            made: _Compiled | None = self._compile(connection, names)
+            made: _Compiled | None = self._compile(dialect, names)
         except _Fallback:
             made = None
         with self._lock:
             self._compiled[key] = made
         return made
 
-    def _compile(self, connection: Connection, names: frozenset[str]) -> _Compiled:
-        dialect = connection.dialect
+    def _compile(self, dialect: Dialect, names: frozenset[str]) -> _Compiled:
         compiled = self.statement.compile(dialect=dialect, column_keys=sorted(names))
         assert isinstance(compiled, SQLCompiler)
         if (
@@ -119,49 +129,84 @@ class Prepared:
 
     def run(self, connection: Connection, params: Mapping[str, Any]) -> Result:
         """Run the statement with ``params`` in ``connection``'s current transaction."""
-        prepared = self._for(connection, frozenset(params))
+        prepared = self._for(connection.dialect, frozenset(params))
         if prepared is None:
             result = connection.execute(cast(Executable, self.statement), dict(params))
             rows = [tuple(row) for row in result] if result.returns_rows else []
             return Result(rows, result.rowcount)
-        values = prepared.compiled.construct_params(dict(params))
-        for name, process in prepared.binds:
-            values[name] = process(values[name])
-        args: Any = (
-            [values[name] for name in prepared.positions]
-            if prepared.positions is not None
-            else values
-        )
-        sql = prepared.sql
-        dispatch = connection.dispatch
-        raw = connection.connection
-        cursor = raw.cursor()
+        return _execute(prepared, connection.dialect, connection.connection, params, connection)
+
+
+class PreparedRead(Prepared):
+    """A SELECT run on a raw pooled connection, outside any transaction (module docstring)."""
+
+    def rows(self, engine: Engine, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Every row, processed as SQLAlchemy would. Driver errors are wrapped in
+        SQLAlchemy's ``DBAPIError`` subclasses, as through a session."""
+        prepared = self._for(engine.dialect, frozenset(params))
+        if prepared is None:
+            with engine.connect() as connection:
+                return self.run(connection, params).rows
+        raw = engine.raw_connection()
         try:
-            if dispatch.before_cursor_execute:
-                for listener in dispatch.before_cursor_execute:
-                    listener(connection, cursor, sql, args, None, False)
-            try:
-                cursor.execute(sql, args)
-                fetched = cursor.fetchall() if cursor.description is not None else []
-                rowcount = cursor.rowcount
-            except connection.dialect.loaded_dbapi.Error as exc:
-                raise DBAPIError.instance(
-                    sql, args, exc, connection.dialect.loaded_dbapi.Error
-                ) from exc
-            if dispatch.after_cursor_execute:
-                for listener in dispatch.after_cursor_execute:
-                    listener(connection, cursor, sql, args, None, False)
+            return _execute(prepared, engine.dialect, raw, params, None).rows
+        except DBAPIError as exc:
+            cause = exc.orig
+            if isinstance(
+                cause, engine.dialect.loaded_dbapi.Error
+            ) and engine.dialect.is_disconnect(cause, None, None):
+                raw.invalidate(cause)
+            raise
         finally:
-            cursor.close()
-        if not prepared.results:
-            return Result([tuple(row) for row in fetched], rowcount)
-        rows = []
-        for row in fetched:
-            out = list(row)
-            for index, process in prepared.results:
-                out[index] = process(out[index])
-            rows.append(tuple(out))
-        return Result(rows, rowcount)
+            raw.close()
+
+    def first(self, engine: Engine, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        found = self.rows(engine, params)
+        return found[0] if found else None
 
 
-__all__ = ["Prepared", "Result"]
+def _execute(
+    prepared: _Compiled,
+    dialect: Dialect,
+    raw: Any,
+    params: Mapping[str, Any],
+    connection: Connection | None,
+) -> Result:
+    """Send ``prepared`` with ``params`` on the driver connection ``raw``; the cursor-execute
+    listeners of ``connection`` (when given) see it."""
+    values = prepared.compiled.construct_params(dict(params))
+    for name, process in prepared.binds:
+        values[name] = process(values[name])
+    args: Any = (
+        [values[name] for name in prepared.positions] if prepared.positions is not None else values
+    )
+    sql = prepared.sql
+    dispatch = connection.dispatch if connection is not None else None
+    cursor = raw.cursor()
+    try:
+        if dispatch is not None and dispatch.before_cursor_execute:
+            for listener in dispatch.before_cursor_execute:
+                listener(connection, cursor, sql, args, None, False)
+        try:
+            cursor.execute(sql, args)
+            fetched = cursor.fetchall() if cursor.description is not None else []
+            rowcount = cursor.rowcount
+        except dialect.loaded_dbapi.Error as exc:
+            raise DBAPIError.instance(sql, args, exc, dialect.loaded_dbapi.Error) from exc
+        if dispatch is not None and dispatch.after_cursor_execute:
+            for listener in dispatch.after_cursor_execute:
+                listener(connection, cursor, sql, args, None, False)
+    finally:
+        cursor.close()
+    if not prepared.results:
+        return Result([tuple(row) for row in fetched], rowcount)
+    rows = []
+    for row in fetched:
+        out = list(row)
+        for index, process in prepared.results:
+            out[index] = process(out[index])
+        rows.append(tuple(out))
+    return Result(rows, rowcount)
+
+
+__all__ = ["Prepared", "PreparedRead", "Result"]

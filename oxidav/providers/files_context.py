@@ -25,7 +25,7 @@ from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
-from oxidav.providers.prepared_read import PreparedRead
+from oxidav.db.prepared import PreparedRead
 from oxidav.tree import QuotaExceeded, TreeError, quota_limit, resolve
 from oxidav.tree.nodes import ensure_root, resolve_many, select_live
 from oxidav.tree.types import NodeInfo
@@ -38,7 +38,7 @@ ENVIRON_NODE = "oxidav.files.node"
 ENVIRON_CREATED = "oxidav.files.created"
 USER_CACHE_SECONDS = 30.0
 QUOTA_NOT_EXCEEDED = "{DAV:}quota-not-exceeded"
-#: The live node at a path: the one read of a GET (``oxidav.providers.prepared_read``).
+#: The live node at a path: the one read of a GET (``oxidav.db.prepared``).
 _NODE_AT = PreparedRead(
     select_live().where(Node.user_id == bindparam("user_id"), Node.path == bindparam("path"))
 )

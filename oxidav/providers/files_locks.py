@@ -38,7 +38,7 @@ from wsgidav.lock_man.lock_manager import LockManager
 
 from oxidav.db import Database
 from oxidav.db.models.tree import DavLock
-from oxidav.providers.prepared_read import PreparedRead
+from oxidav.db.prepared import PreparedRead
 from oxidav.tree import locks as rows
 
 #: Key of the PostgreSQL advisory lock that serializes lock creation ("oxiL").

@@ -13,7 +13,7 @@ from wsgidav import util
 from oxidav.blobs import BlobChain, LocalBlobStore
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
-from oxidav.providers.prepared_read import PreparedRead
+from oxidav.db.prepared import PreparedRead
 from oxidav.tree import make_folder, resolve, write_file
 from oxidav.tree.nodes import ensure_root, select_live
 from oxidav.tree.types import NodeInfo

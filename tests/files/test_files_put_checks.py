@@ -16,8 +16,8 @@ from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.db.models.users import User
+from oxidav.db.prepared import PreparedRead
 from oxidav.providers.files_locks import DbLockStorage
-from oxidav.providers.prepared_read import PreparedRead
 from oxidav.tree import locks as lock_rows
 from tests.support.live import LiveServer
 
