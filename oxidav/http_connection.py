@@ -13,9 +13,9 @@ Only plain-TCP connections get it: a TLS adapter brings its own ``makefile`` and
 WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A file served from
 a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
 of every byte through the process, ``sendfile(2)`` hands the file's page-cache pages to the
-socket instead. ``BufferGateway`` sends regions that way (and ``memoryview`` pieces as they
-are) and says so in the environ (``SENDS_FILE_REGIONS``): an app yields regions only where
-that key is set, so the same app under any other WSGI server yields ``bytes`` as before.
+socket instead. ``BufferGateway`` sends regions that way and says so in the environ
+(``SENDS_FILE_REGIONS``): an app yields regions only where that key is set, so the same app
+under any other WSGI server yields ``bytes`` as before.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
 
-#: Set in the environ when the server takes ``FileRegion`` (and ``memoryview``) body pieces.
+#: Set in the environ when the server takes ``FileRegion`` body pieces.
 SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
 
@@ -73,8 +73,8 @@ class DirectWriteConnection(HTTPConnection):
 
 
 class BufferGateway(Gateway_10):
-    """cheroot's WSGI 1.0 gateway that also takes ``memoryview`` body pieces (sent as they
-    are) and ``FileRegion`` ones (sent with ``sendfile``, then closed)."""
+    """cheroot's WSGI 1.0 gateway that also takes ``FileRegion`` body pieces (sent with
+    ``sendfile``, then closed)."""
 
     def get_environ(self) -> dict[str, Any]:  # type: ignore[override]  # cheroot's stub: None
         environ: dict[str, Any] = super().get_environ()  # type: ignore[no-untyped-call]
@@ -82,7 +82,7 @@ class BufferGateway(Gateway_10):
         return environ
 
     def respond(self) -> None:
-        """cheroot's ``respond``, with ``memoryview`` and ``FileRegion`` beside ``bytes``."""
+        """cheroot's ``respond``, with ``FileRegion`` beside ``bytes``."""
         response = self.req.server.wsgi_app(self.env, self.start_response)
         try:
             for chunk in response:
@@ -90,7 +90,7 @@ class BufferGateway(Gateway_10):
                     with chunk:
                         self._send_region(chunk)
                     continue
-                if not isinstance(chunk, bytes | memoryview):
+                if not isinstance(chunk, bytes):
                     raise ValueError("WSGI Applications must yield bytes")
                 if chunk:
                     self.write(chunk)
