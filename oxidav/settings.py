@@ -18,6 +18,8 @@ from typing import Any
 
 ENV_PREFIX = "OXIDAV_"
 CONFIG_FILE_NAME = "oxidav.toml"
+#: The largest ``blob_inline_max``: readers look for a chunk's bytes in its row up to this size.
+INLINE_LIMIT = 64 << 10
 
 
 class SettingsError(ValueError):
@@ -46,6 +48,11 @@ class Settings:
     blob_chunk_min: int = 256 << 10
     blob_chunk_avg: int = 1 << 20
     blob_chunk_max: int = 4 << 20
+    #: A PUT of a content that is one chunk of at most this many bytes keeps it in the database
+    #: row of its chunk, committed with the file's node, instead of a synced blob-store file
+    #: (``oxidav.blobs.inline``); 0: never. Not with ``encryption_keys`` (rows are not
+    #: encrypted).
+    blob_inline_max: int = 16 << 10
     #: Base64 AES-256 keys; the first encrypts new blobs, all of them decrypt.
     encryption_keys: tuple[str, ...] = ()
     #: Password of the ``admin`` user created on an empty database; empty: random, printed.
@@ -129,6 +136,11 @@ def _validate(settings: Settings) -> None:
             "must be between 256 and blob_chunk_max",
         ),
         ("blob_chunk_max", 1024 <= settings.blob_chunk_max <= 4 << 20, "must be 1 KiB to 4 MiB"),
+        (
+            "blob_inline_max",
+            0 <= settings.blob_inline_max <= INLINE_LIMIT,
+            f"must be between 0 and {INLINE_LIMIT}",
+        ),
         ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
         ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),

@@ -98,6 +98,27 @@ _CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(pos
 _CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _CLAIM.items()}
 
 
+def _inline_statement(dialect: Any) -> Any:
+    """A chunk kept in its row gains ``refcount`` references: a new row holds the bytes; an
+    unreferenced existing one (garbage, or another ingest's intent) is given them, so the
+    content does not rely on its blob; a referenced one keeps what it has."""
+    stmt = dialect.insert(_chunks)
+    return stmt.on_conflict_do_update(
+        index_elements=[_chunks.c.hash],
+        set_={
+            "refcount": _chunks.c.refcount + stmt.excluded.refcount,
+            "orphaned_at": None,
+            "data": case((_chunks.c.refcount == 0, stmt.excluded.data), else_=_chunks.c.data),
+        },
+    )
+
+
+_ADD_INLINE = {
+    "sqlite": Prepared(_inline_statement(sqlite)),
+    "postgresql": Prepared(_inline_statement(postgresql)),
+}
+
+
 def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: datetime) -> set[str]:
     """Of the chunks ``sizes`` (hash -> size) an ingest is about to need, return those it must
     write, having recorded the intent to write them: every chunk without a row or with an
@@ -371,12 +392,18 @@ def create_manifest(
     content_hash: str,
     now: datetime,
     references: int = 0,
+    inline: bytes | None = None,
 ) -> bool:
     """Insert the manifest of ``builder`` with ``references`` references (0: an orphan that gc
     collects after the grace period unless someone takes one) and its entries, and count them
     into the chunk refcounts. If it already exists, only add ``references`` to it (or, for 0,
     renew its grace period). Returns whether it was created. Raises
-    ``BlobChainConflictError`` if a chunk row is missing."""
+    ``BlobChainConflictError`` if a chunk row is missing.
+
+    ``inline``: the bytes of the manifest's one chunk, kept in the chunk's row
+    (``oxidav.blobs.inline``), which this transaction creates or updates."""
+    if inline is not None and builder.count != 1:
+        raise ValueError("only the one chunk of a one-chunk content is kept in its row")
     conn = core(session)
     created = _insert_or_touch_manifest(
         conn,
@@ -391,6 +418,27 @@ def create_manifest(
     )
     if not created:
         return False
+    if inline is not None:
+        entry = next(builder.entries())
+        row = {
+            "hash": entry.chunk_hash,
+            "size": entry.size,
+            "refcount": 1,
+            "created_at": now,
+            "orphaned_at": None,
+            "data": inline,
+        }
+        _ADD_INLINE[conn.dialect.name].run(conn, row)
+        _INSERT_ENTRY.run(
+            conn,
+            {
+                "manifest_hash": builder.hash,
+                "start": 0,
+                "size": entry.size,
+                "chunk_hash": entry.chunk_hash,
+            },
+        )
+        return True
     uses = builder.chunk_uses()
     _lock_chunks(conn, list(uses))
     batch: list[dict[str, Any]] = []

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkParams
 from oxidav.blobs.ingest import Ingest, StoredContent
+from oxidav.blobs.inline import INLINE_LIMIT, InlineChunks
 from oxidav.blobs.manifest_cache import cache_for
 from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.reader import ContentReader
@@ -33,22 +34,34 @@ class BlobChain:
     """
 
     def __init__(
-        self, db: Database, store: BlobStore, chunk_params: ChunkParams = DEFAULT_CHUNK_PARAMS
+        self,
+        db: Database,
+        store: BlobStore,
+        chunk_params: ChunkParams = DEFAULT_CHUNK_PARAMS,
+        inline_max: int = 0,
     ) -> None:
+        if not 0 <= inline_max <= INLINE_LIMIT:
+            raise ValueError(f"inline_max must be between 0 and {INLINE_LIMIT}")
         self.db = db
         self.store = store
         self.chunk_params = chunk_params
+        #: ``ingest(publish=False)`` keeps a one-chunk content of at most this many bytes in
+        #: the database (``oxidav.blobs.inline``); 0: never.
+        self.inline_max = inline_max
         #: The process's cache of chunk lists of ``db`` (looked up once, not per ``open``).
         self.manifests = cache_for(db)
+        self.inline = InlineChunks(db)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: Database) -> BlobChain:
         """The chain configured by ``settings``: ``blob_store`` URL, ``blob_cache`` and
-        ``blob_cache_bytes``, ``encryption_keys``, ``blob_chunk_min`` / ``_avg`` / ``_max``."""
+        ``blob_cache_bytes``, ``encryption_keys``, ``blob_chunk_min`` / ``_avg`` / ``_max``,
+        ``blob_inline_max`` (0 with encryption keys: database rows are not encrypted)."""
         params = ChunkParams(
             settings.blob_chunk_min, settings.blob_chunk_avg, settings.blob_chunk_max
         )
-        return cls(db, store_from_settings(settings), params)
+        inline_max = 0 if settings.encryption_keys else settings.blob_inline_max
+        return cls(db, store_from_settings(settings), params, inline_max)
 
     def close(self) -> None:
         self.store.close()
@@ -73,9 +86,11 @@ class BlobChain:
         ``md5=True`` also computes the MD5 of the content (``StoredContent.md5``).
         ``publish=False`` returns once the chunks are durable, with a ``PendingContent``
         whose manifest row its own ``incref`` writes in the caller's transaction (a PUT
-        then commits manifest and node row together: one transaction less).
+        then commits manifest and node row together: one transaction less); a content that
+        is one chunk of at most ``inline_max`` bytes then goes into the database with them
+        instead of the store (``oxidav.blobs.inline``).
         """
-        ingest = Ingest(self.db, self.store, self.chunk_params)
+        ingest = Ingest(self.db, self.store, self.chunk_params, self.inline_max)
         return ingest.run(source, expected_length, md5, publish)
 
     def concat(self, manifest_hashes: Sequence[str]) -> StoredContent:
@@ -139,7 +154,7 @@ class BlobChain:
         it), which saves the manifest read; the manifest is then first read by ``read``."""
         if size is None:
             size = self.stat(manifest_hash).size
-        return ContentReader(self.db, self.store, manifest_hash, size, self.manifests)
+        return ContentReader(self.db, self.store, manifest_hash, size, self.manifests, self.inline)
 
 
 __all__ = ["BlobChain"]

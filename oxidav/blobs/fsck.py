@@ -12,7 +12,8 @@ Reported, never repaired:
 * **affected manifests** — the manifests that name a missing or corrupt chunk.
 
 Unreferenced chunk rows (refcount 0) are not checked for presence: they may be intents of a
-running ingest, and an ingest never trusts them.
+running ingest, and an ingest never trusts them. A chunk kept in its row
+(``oxidav.blobs.inline``) has no blob to find: ``deep`` checks the bytes of the row instead.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import blake3
-from sqlalchemy import Table, func, or_, select
+from sqlalchemy import Table, func, null, or_, select
 
 from oxidav.blobs import catalog
+from oxidav.blobs.inline import check_inline
 from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
@@ -74,26 +76,48 @@ class FsckReport:
         yield "clean" if self.clean else "PROBLEMS FOUND"
 
 
-def _referenced_chunk_pages(db: Database) -> Iterator[list[str]]:
+@dataclass(frozen=True)
+class _Referenced:
+    key: str
+    size: int
+    inline: bool  # its bytes are kept in its row
+    data: bytes | None  # those bytes, when ``deep``
+
+
+def _referenced_chunk_pages(db: Database, deep: bool) -> Iterator[list[_Referenced]]:
     after = ""
     while True:
         with db.read() as session:
-            keys = list(
-                session.execute(
-                    select(_chunks.c.hash)
+            rows = [
+                _Referenced(*row)
+                for row in session.execute(
+                    select(
+                        _chunks.c.hash,
+                        _chunks.c.size,
+                        _chunks.c.data.is_not(None),
+                        _chunks.c.data if deep else null(),
+                    )
                     .where(_chunks.c.refcount > 0, _chunks.c.hash > after)
                     .order_by(_chunks.c.hash)
                     .limit(PAGE)
-                ).scalars()
-            )
-        if not keys:
+                )
+            ]
+        if not rows:
             return
-        yield keys
-        after = keys[-1]
+        yield rows
+        after = rows[-1].key
 
 
-def _probe(store: BlobStore, key: str, deep: bool) -> str | None:
+def _probe(store: BlobStore, chunk: _Referenced, deep: bool) -> str | None:
     """``"missing"``, ``"corrupt"`` or ``None`` for one chunk."""
+    key = chunk.key
+    if chunk.inline:
+        if deep:
+            try:
+                check_inline(key, chunk.size, bytes(chunk.data or b""))
+            except BlobStoreError:
+                return "corrupt"
+        return None
     try:
         if not deep:
             return None if store.exists(key) else "missing"
@@ -109,15 +133,15 @@ def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
     """Check everything listed in the module docstring."""
     report = FsckReport()
     with ThreadPoolExecutor(max(1, store.concurrency)) as pool:
-        for keys in _referenced_chunk_pages(db):
-            for key, verdict in zip(
-                keys, pool.map(lambda k: _probe(store, k, deep), keys), strict=True
+        for chunks in _referenced_chunk_pages(db, deep):
+            for chunk, verdict in zip(
+                chunks, pool.map(lambda c: _probe(store, c, deep), chunks), strict=True
             ):
                 if verdict == "missing":
-                    report.missing.append(key)
+                    report.missing.append(chunk.key)
                 elif verdict == "corrupt":
-                    report.corrupt.append(key)
-            report.chunks_checked += len(keys)
+                    report.corrupt.append(chunk.key)
+            report.chunks_checked += len(chunks)
     _check_orphans(db, store, report)
     _check_counts(db, report)
     bad = report.missing + report.corrupt

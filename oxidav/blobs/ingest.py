@@ -20,7 +20,10 @@ its chunk, the chunk is written and synced, a second transaction creates the man
 and returns a ``PendingContent``, whose manifest row is written by its first ``incref`` — inside
 the caller's transaction, together with the row that references it (a PUT's node row). The
 order still holds: the bytes are synced before that transaction starts, and the manifest becomes
-visible in the same commit as its first reference, or not at all.
+visible in the same commit as its first reference, or not at all. With ``inline_max``, a
+content that is one chunk of at most that many bytes is not even written to the store: the
+``PendingContent`` carries the chunk, and the same ``incref`` keeps it in the chunk's row
+(``oxidav.blobs.inline``) — no claim, no file, no sync.
 """
 
 from __future__ import annotations
@@ -75,13 +78,17 @@ class PendingContent(StoredContent):
     stay unreferenced rows that gc collects after its grace period."""
 
     builder: ManifestBuilder | None = field(default=None, repr=False, compare=False)
+    #: The bytes of the content's one chunk, to keep in its row (``oxidav.blobs.inline``).
+    inline: bytes | None = field(default=None, repr=False, compare=False)
 
     def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
         if n < 0:
             raise ValueError("incref by a negative count")
         if manifest_hash == self.manifest_hash and self.builder is not None:
             if n:
-                catalog.create_manifest(session, self.builder, self.content_hash, utcnow(), n)
+                catalog.create_manifest(
+                    session, self.builder, self.content_hash, utcnow(), n, inline=self.inline
+                )
             return
         catalog.change_manifest_refcount(session, manifest_hash, n)
 
@@ -181,11 +188,17 @@ class Ingest:
     """One ingest run; ``BlobChain.ingest`` makes one per call."""
 
     def __init__(
-        self, db: Database, store: BlobStore, params: ChunkParams = DEFAULT_CHUNK_PARAMS
+        self,
+        db: Database,
+        store: BlobStore,
+        params: ChunkParams = DEFAULT_CHUNK_PARAMS,
+        inline_max: int = 0,
     ) -> None:
         self.db = db
         self.store = store
         self.params = params
+        #: ``run(publish=False)`` keeps a one-chunk content of at most this size in its row.
+        self.inline_max = inline_max
         self._seen: set[str] = set()
         self._writer = _Writer(store)
 
@@ -211,6 +224,7 @@ class Ingest:
         batch: dict[str, bytes] = {}
         batch_bytes = 0
         batch_limit = FIRST_BATCH_BYTES
+        inline: bytes | None = None
         try:
             for chunk in content:
                 builder.add(chunk.digest, len(chunk.data))
@@ -222,14 +236,17 @@ class Ingest:
                 if len(batch) >= BATCH_CHUNKS or batch_bytes >= batch_limit:
                     self._flush(batch, final=False)
                     batch, batch_bytes, batch_limit = {}, 0, BATCH_BYTES
-            self._flush(batch, final=True)
+            if not publish and builder.count == len(batch) == 1 and batch_bytes <= self.inline_max:
+                (inline,) = batch.values()  # kept in its row by the caller's transaction
+            else:
+                self._flush(batch, final=True)
             self._writer.finish()
         except BaseException:
             self._writer.close()
             raise
         if not publish:
             return PendingContent(
-                builder.hash, builder.size, content.content_hash, content.md5, builder
+                builder.hash, builder.size, content.content_hash, content.md5, builder, inline
             )
         with self.db.write() as session:
             catalog.create_manifest(session, builder, content.content_hash, utcnow())

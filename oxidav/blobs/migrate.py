@@ -8,7 +8,8 @@ rows created after the first run began are checked again at the end, so a chunk 
 meanwhile with a hash below the cursor is not forgotten.
 
 Unreferenced chunks (refcount 0) are copied when they exist and skipped when they do not (they
-may be intents of an unfinished ingest). Any referenced chunk that cannot be copied counts as a
+may be intents of an unfinished ingest). Chunks kept in their rows (``oxidav.blobs.inline``)
+have nothing to copy. Any referenced chunk that cannot be copied counts as a
 failure, and with failures the setting is not switched.
 
 Run it with the server stopped, or restart the server afterwards: a running process keeps
@@ -121,7 +122,7 @@ def migrate(
                     (row.hash, row.refcount)
                     for row in session.execute(
                         select(_chunks.c.hash, _chunks.c.refcount)
-                        .where(_chunks.c.hash > after)
+                        .where(_chunks.c.hash > after, _chunks.c.data.is_(None))
                         .order_by(_chunks.c.hash)
                         .limit(PAGE)
                     )
@@ -137,7 +138,9 @@ def migrate(
             late = [
                 (row.hash, row.refcount)
                 for row in session.execute(
-                    select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.created_at >= since)
+                    select(_chunks.c.hash, _chunks.c.refcount).where(
+                        _chunks.c.created_at >= since, _chunks.c.data.is_(None)
+                    )
                 )
             ]
         for start in range(0, len(late), PAGE):

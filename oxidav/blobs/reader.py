@@ -43,6 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import blake3
 
+from oxidav.blobs.inline import InlineChunks
 from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.regions import FileRegion
@@ -58,9 +59,14 @@ PARTIAL_BELOW = 0.5
 READ_AHEAD_FROM = 4 * 1024 * 1024
 
 
-def fetch_chunk(store: BlobStore, entry: ManifestEntry) -> bytes:
+def fetch_chunk(
+    store: BlobStore, entry: ManifestEntry, inline: InlineChunks | None = None
+) -> bytes:
     """The chunk of ``entry``, verified: raises ``BlobIntegrityError`` unless its length and
-    BLAKE3 match the manifest, ``BlobNotFoundError`` if it is missing."""
+    BLAKE3 match the manifest, ``BlobNotFoundError`` if it is missing. ``inline``: where a
+    small chunk kept in the database is found first."""
+    if inline is not None and (kept := inline.get(entry)) is not None:
+        return kept
     data = store.get(entry.chunk_hash)
     if len(data) != entry.size or blake3.blake3(data).hexdigest() != entry.chunk_hash:
         raise BlobIntegrityError(
@@ -76,11 +82,15 @@ def fetch_part(
     hi: int,
     block: int = DEFAULT_BLOCK,
     regions: bool = False,
+    inline: InlineChunks | None = None,
 ) -> list[bytes]:
     """Bytes ``[lo, hi)`` of the chunk of ``entry`` (offsets within the chunk) as pieces of at
     most ``block`` bytes. Less than ``PARTIAL_BELOW`` of the chunk is read alone and
     length-checked; more, the whole chunk is read and verified first (``fetch_verified``). See
-    the module docstring for the policy."""
+    the module docstring for the policy. ``inline``: where a small chunk kept in the database
+    is found first (checked whole: it is at most ``INLINE_LIMIT`` bytes)."""
+    if inline is not None and (kept := inline.get(entry)) is not None:
+        return [kept[lo:hi]]
     if (hi - lo) >= entry.size * PARTIAL_BELOW:
         if regions and isinstance(store, RegionStore):
             # Only for a caller that asked for regions (it sends them, or takes their bytes).
@@ -163,6 +173,7 @@ class ContentReader(io.RawIOBase):
         manifest_hash: str,
         size: int,
         manifests: ManifestCache | None = None,
+        inline: InlineChunks | None = None,
     ) -> None:
         super().__init__()
         self.db = db
@@ -171,6 +182,8 @@ class ContentReader(io.RawIOBase):
         self.size = size
         #: Where the chunk list comes from (default: the process's cache of ``db``).
         self.manifests = manifests if manifests is not None else cache_for(db)
+        #: Where small chunks kept in the database are found (``oxidav.blobs.inline``).
+        self.inline = inline
         self._pos = 0
         self._chunk: tuple[ManifestEntry, bytes] | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -262,7 +275,9 @@ class ContentReader(io.RawIOBase):
                 return self._chunk
         entry = self._entry_at(position)
         pending = self._ahead.pop(entry.start, None)
-        data = pending.result() if pending is not None else fetch_chunk(self.store, entry)
+        data = (
+            pending.result() if pending is not None else fetch_chunk(self.store, entry, self.inline)
+        )
         self._chunk = (entry, data)
         if self.store.concurrency > 1:
             self._read_ahead(entry)
@@ -279,7 +294,7 @@ class ContentReader(io.RawIOBase):
         pool = self._executor()
         for entry in upcoming:
             if entry.start not in self._ahead:
-                self._ahead[entry.start] = pool.submit(fetch_chunk, self.store, entry)
+                self._ahead[entry.start] = pool.submit(fetch_chunk, self.store, entry, self.inline)
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -334,13 +349,15 @@ class ContentReader(io.RawIOBase):
         while the one before is consumed (0: each part fetched when it is needed)."""
         if ahead <= 0:
             for entry, lo, hi in parts:
-                yield fetch_part(self.store, entry, lo, hi, block, regions)
+                yield fetch_part(self.store, entry, lo, hi, block, regions, self.inline)
             return
         pool = self._executor()
         window: collections.deque[Future[list[bytes]]] = collections.deque()
         try:
             for entry, lo, hi in parts:
-                window.append(pool.submit(fetch_part, self.store, entry, lo, hi, block, regions))
+                window.append(
+                    pool.submit(fetch_part, self.store, entry, lo, hi, block, regions, self.inline)
+                )
                 if len(window) > ahead:
                     yield window.popleft().result()
             while window:

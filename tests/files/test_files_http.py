@@ -10,6 +10,7 @@ import pytest
 from files_helpers import AUTH, FILES, propfind_props, raw_request, url
 
 from oxidav.authz import accounts
+from oxidav.blobs.fsck import check
 from oxidav.db.models.users import User
 from tests.support.live import LiveServer
 
@@ -273,3 +274,36 @@ def test_propfind_infinity_allowed_up_to_the_limit(db_url: str, tmp_path) -> Non
             server.request("PUT", url(f"/a/g{i}"), b"x")
         assert server.request("PROPFIND", url("/"), headers={"Depth": "infinity"}).status == 403
         assert server.request("PROPFIND", url("/a/g1"), headers={}).status == 207
+
+
+def test_small_files_live_in_the_database_and_larger_ones_in_the_store(
+    live_server: LiveServer,
+) -> None:
+    """A PUT of a content up to ``blob_inline_max`` keeps it in its chunk's row, committed
+    with the node (``oxidav.blobs.inline``); a larger one is a synced blob. Both read back
+    whole and by range, an overwrite switches between them, and fsck finds nothing."""
+    assert live_server.services is not None
+    services = live_server.services
+    store = services.blobs.store
+    small = bytes(range(256)) * 16  # 4 KiB
+    large = bytes(range(251)) * 100  # 25 100 bytes: over the 16 KiB default
+    assert put(live_server, "/small.bin", small) == 201
+    assert list(store.iter_keys()) == []
+    got = live_server.request("GET", url("/small.bin"))
+    assert got.status == 200 and got.body == small
+    part = live_server.request("GET", url("/small.bin"), headers={"Range": "bytes=100-199"})
+    assert part.status == 206 and part.body == small[100:200]
+    assert put(live_server, "/small.bin", large) == 204
+    assert len(list(store.iter_keys())) == 1
+    assert live_server.request("GET", url("/small.bin")).body == large
+    assert put(live_server, "/small.bin", small[:5]) == 204
+    assert live_server.request("GET", url("/small.bin")).body == small[:5]
+    assert (
+        live_server.request(
+            "COPY", url("/small.bin"), headers={"Destination": url("/copy.bin")}
+        ).status
+        == 201
+    )
+    assert live_server.request("GET", url("/copy.bin")).body == small[:5]
+    report = check(services.db, store, deep=True)
+    assert report.clean, list(report.lines())

@@ -13,13 +13,18 @@ Reference counting, two levels:
 reference; gc removes rows, and the chunk bytes, that stayed unreferenced for a grace period.
 A chunk row with refcount 0 may also be the *intent* an unfinished ingest recorded before it
 wrote the bytes, which is what keeps gc from deleting a chunk file that is being written.
+
+A small chunk may keep its bytes in its own row (``blob_chunks.data``) instead of the blob store:
+the one chunk of a small content written by a PUT (``oxidav.blobs.inline``). Such a row is
+created, or given its bytes, in the transaction that also creates its manifest and the node
+that refers to it, so the bytes are exactly as durable as the rows that make them visible.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from oxidav.db.base import Base, UTCDateTime, utcnow
@@ -28,7 +33,7 @@ HASH_LEN = 64
 
 
 class BlobChunk(Base):
-    """One stored chunk; its bytes live in the blob store under ``hash``."""
+    """One stored chunk; its bytes live in the blob store under ``hash``, or in ``data``."""
 
     __tablename__ = "blob_chunks"
 
@@ -37,6 +42,8 @@ class BlobChunk(Base):
     refcount: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     orphaned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    #: The chunk's bytes, for a small chunk kept in the database (``oxidav.blobs.inline``).
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
     __table_args__ = (Index("ix_blob_chunks_orphaned_at", "orphaned_at"),)
 

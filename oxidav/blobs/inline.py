@@ -1,0 +1,78 @@
+"""Chunks kept in the database: the one chunk of a small content that a PUT stores.
+
+A 4 KiB PUT through the blob store costs a claim transaction (the intent that keeps gc away
+from a file being written), a new file and two fsyncs (the file, then its folder) before the
+transaction that makes it visible: on this machine's disk that was a third of the request,
+and SQLite's own measurements put a blob of a few KiB at about a third faster in a row than
+in a file of its own (https://www.sqlite.org/fasterthanfs.html). A content that is one chunk
+of at most ``blob_inline_max`` bytes (16 KiB by default) is therefore kept in the row of its
+chunk (``blob_chunks.data``):
+
+* **Writing** (``Ingest.run(publish=False)``, the PUT path): the chunk is neither claimed nor
+  written to the store. The ``PendingContent`` carries its bytes, and its ``incref``, inside
+  the caller's transaction, upserts the chunk row with them (``catalog.create_manifest(...,
+  inline=...)``): chunk, manifest and node row commit in one transaction, or none of them does.
+  The rule of DESIGN §6 — a manifest is never visible before the bytes it names are as
+  durable as it is — holds by construction: the bytes are in the same commit as the rows
+  that name them. A crash loses both or neither, never the bytes alone; the previous version
+  stays. That is the durability of every other row oxidav commits (calendar objects and
+  vCards are stored the same way), on PostgreSQL a synced WAL record and on SQLite a WAL
+  frame synced at the next checkpoint.
+* An existing row of the same chunk is reused: a referenced one keeps what it has (its blob
+  or its bytes); an unreferenced one — garbage, or another ingest's intent — gets the bytes,
+  so this content never depends on a blob that gc may be deleting.
+* **Reading**: a chunk of at most ``INLINE_LIMIT`` bytes is looked up in its row first
+  (``InlineChunks``), whatever ``blob_inline_max`` is now; a row without bytes sends the
+  reader to the store. The bytes are checked like a stored chunk's (length and BLAKE3).
+* gc deletes such rows like any other (the store's delete of a blob that is not there does
+  nothing); ``blobs fsck`` checks their bytes instead of the store; ``blobs migrate`` has
+  nothing to copy for them.
+* Not with ``encryption_keys``: rows are not encrypted, so every chunk then goes to the
+  (encrypting) store.
+"""
+
+from __future__ import annotations
+
+import blake3
+from sqlalchemy import Table, bindparam, select
+
+from oxidav.blobs.manifests import ManifestEntry
+from oxidav.blobs.store import BlobIntegrityError
+from oxidav.db import Database
+from oxidav.db.models.blobs import BlobChunk
+from oxidav.db.prepared import PreparedRead
+from oxidav.settings import INLINE_LIMIT
+
+_chunks: Table = BlobChunk.__table__  # type: ignore[assignment]
+_DATA = PreparedRead(select(_chunks.c.data).where(_chunks.c.hash == bindparam("key")))
+
+
+class InlineChunks:
+    """The bytes of chunks kept in their rows, for the reader: one indexed read per chunk of
+    at most ``INLINE_LIMIT`` bytes, none for a larger one."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, entry: ManifestEntry) -> bytes | None:
+        """The checked bytes of the chunk of ``entry`` if its row holds them, else None (the
+        chunk is in the store). Raises ``BlobIntegrityError`` if they do not match."""
+        if entry.size > INLINE_LIMIT:
+            return None
+        row = _DATA.first(self.db.engine, {"key": entry.chunk_hash})
+        if row is None or row[0] is None:
+            return None
+        data = bytes(row[0])
+        check_inline(entry.chunk_hash, entry.size, data)
+        return data
+
+
+def check_inline(key: str, size: int, data: bytes) -> None:
+    """Raise ``BlobIntegrityError`` unless ``data`` is the ``size`` bytes named ``key``."""
+    if len(data) != size or blake3.blake3(data).hexdigest() != key:
+        raise BlobIntegrityError(
+            f"chunk {key} kept in the database is corrupt ({len(data)} bytes, expected {size})"
+        )
+
+
+__all__ = ["INLINE_LIMIT", "InlineChunks", "check_inline"]
