@@ -3,8 +3,10 @@
 Each client PUTs its share of ``--files`` distinct 4 KiB files on its own keep-alive connection
 into its own folder; files per second are reported. Afterwards every file is read back from
 both servers and must be byte-equal. Gate (issue 8): oxidav is at least 1.0x the
-FilesystemProvider in both runs — while keeping durability before visibility (every chunk is
-synced before its manifest and node rows commit); exits 1 otherwise.
+FilesystemProvider in both runs — while keeping durability before visibility: a chunk in the
+blob store is synced before its manifest and node rows commit, and a small content's one chunk
+(``blob_inline_max``, 16 KiB: all of these files) is kept in its row and commits with them
+(``oxidav.blobs.inline``); exits 1 otherwise.
 
     python -m bench files_put [--files 2000] [--db-url URL]
 """
@@ -23,8 +25,10 @@ from bench._files_servers import Server, add_alice, filesystem_server, oxidav_en
 SIZE = 4096
 
 
-def content(i: int) -> bytes:
-    seed = hashlib.sha256(str(i).encode()).digest()
+def content(i: int, run: str) -> bytes:
+    """File ``i`` of ``run``: every run PUTs new content (a repeated content would be
+    deduplicated by oxidav, and its PUT would write no chunk at all)."""
+    seed = hashlib.sha256(f"{run}/{i}".encode()).digest()
     return (seed * (SIZE // len(seed) + 1))[:SIZE]
 
 
@@ -40,7 +44,7 @@ def put_all(server: Server, files: int, clients: int, run: str) -> float:
     def worker(c: int) -> None:
         client = server.client()
         for i in range(c, files, clients):
-            status, _, _ = client.request("PUT", f"{run}/c{c}/f{i}.bin", content(i))
+            status, _, _ = client.request("PUT", f"{run}/c{c}/f{i}.bin", content(i, run))
             if status not in (201, 204):
                 errors.append(f"{server.name} PUT {i}: {status}")
         client.close()
@@ -62,7 +66,7 @@ def verify(server: Server, files: int, clients: int, run: str) -> bool:
     try:
         for i in range(files):
             status, body, _ = client.request("GET", f"{run}/c{i % clients}/f{i}.bin")
-            if status != 200 or body != content(i):
+            if status != 200 or body != content(i, run):
                 print(f"{server.name}: {run} file {i} differs")
                 return False
         return True
