@@ -11,6 +11,8 @@ Reference counting, two levels:
 
 ``orphaned_at`` is set whenever a row is (or becomes) unreferenced, and cleared when it gains a
 reference; gc removes rows, and the chunk bytes, that stayed unreferenced for a grace period.
+Its indexes hold the unreferenced rows only (partial, ``orphaned_at IS NOT NULL``): gc asks for
+nothing else, and a write that creates or references content then changes no index page there.
 A chunk row with refcount 0 may also be the *intent* an unfinished ingest recorded before it
 wrote the bytes, which is what keeps gc from deleting a chunk file that is being written.
 
@@ -24,12 +26,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from oxidav.db.base import Base, UTCDateTime, utcnow
 
 HASH_LEN = 64
+
+
+def _orphans_index(name: str) -> Index:
+    """The index of ``orphaned_at`` over the unreferenced rows (those that have one)."""
+    unreferenced = text("orphaned_at IS NOT NULL")
+    return Index(name, "orphaned_at", sqlite_where=unreferenced, postgresql_where=unreferenced)
 
 
 class BlobChunk(Base):
@@ -45,7 +53,7 @@ class BlobChunk(Base):
     #: The chunk's bytes, for a small chunk kept in the database (``oxidav.blobs.inline``).
     data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
-    __table_args__ = (Index("ix_blob_chunks_orphaned_at", "orphaned_at"),)
+    __table_args__ = (_orphans_index("ix_blob_chunks_orphaned_at"),)
 
 
 class BlobManifest(Base):
@@ -61,7 +69,7 @@ class BlobManifest(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     orphaned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
-    __table_args__ = (Index("ix_blob_manifests_orphaned_at", "orphaned_at"),)
+    __table_args__ = (_orphans_index("ix_blob_manifests_orphaned_at"),)
 
 
 class BlobManifestChunk(Base):

@@ -39,6 +39,7 @@ BinaryName = String(255).with_variant(String(255, collation="C"), "postgresql")
 
 _LIVE = text("trashed_at IS NULL")
 _ROOT = text("parent_id IS NULL")
+_TRASHED = text("trash_root_id IS NOT NULL")
 
 
 class Node(Base):
@@ -86,7 +87,14 @@ class Node(Base):
             "uq_nodes_user_root", "user_id", unique=True, sqlite_where=_ROOT, postgresql_where=_ROOT
         ),
         Index("ix_nodes_user_path", "user_id", "path"),
-        Index("ix_nodes_trash_root", "trash_root_id"),
+        # Only trashed rows have a trash root: live rows (nearly all of them, and every row a
+        # PUT inserts) stay out of the index.
+        Index(
+            "ix_nodes_trash_root",
+            "trash_root_id",
+            sqlite_where=_TRASHED,
+            postgresql_where=_TRASHED,
+        ),
         # A node id is Nextcloud's fileid: it must never be handed out twice, also after a
         # purge (SQLite would otherwise reuse the largest freed rowid).
         {"sqlite_autoincrement": True},
