@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
-from oxidav.db import Database, UTCDateTime, core, utcnow
+from oxidav.db import Database, Transaction, UTCDateTime, core, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
 from oxidav.db.prepared import Prepared
 
@@ -387,7 +387,7 @@ def _add_uses(conn: Connection, manifest_hash: str, uses: dict[str, int]) -> Non
 
 
 def create_manifest(
-    session: Session,
+    session: Transaction,
     builder: ManifestBuilder,
     content_hash: str,
     now: datetime,
@@ -509,7 +509,7 @@ def create_concatenation(
     return True
 
 
-def change_manifest_refcount(session: Session, manifest_hash: str, delta: int) -> None:
+def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: int) -> None:
     """Add ``delta`` to a manifest's refcount; at zero the manifest becomes an orphan (gc
     collects it after the grace period). Raises ``ManifestNotFoundError`` or, for a count
     that would go negative, ``RefcountError``."""

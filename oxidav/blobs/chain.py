@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 import blake3
-from sqlalchemy.orm import Session
 
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkParams
@@ -23,7 +22,7 @@ from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.reader import ContentReader
 from oxidav.blobs.store import BlobStore
 from oxidav.blobs.urls import store_from_settings
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, Transaction, utcnow
 from oxidav.settings import Settings
 
 
@@ -119,14 +118,14 @@ class BlobChain:
 
     # -- references ----------------------------------------------------------------------
 
-    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         """Take ``n`` references on a manifest, in the caller's transaction ``session``.
         Raises ``ManifestNotFoundError``."""
         if n < 0:
             raise ValueError("incref by a negative count")
         catalog.change_manifest_refcount(session, manifest_hash, n)
 
-    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def decref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         """Drop ``n`` references on a manifest, in the caller's transaction ``session``. At zero
         the content becomes garbage that gc collects after its grace period. Raises
         ``ManifestNotFoundError``, or ``RefcountError`` if fewer than ``n`` references exist."""

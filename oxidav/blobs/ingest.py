@@ -34,13 +34,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from sqlalchemy.orm import Session
-
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkedContent, ChunkParams
 from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.store import BlobStore
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, Transaction, utcnow
 
 #: A batch (one claim transaction) closes at this many distinct chunks or bytes.
 BATCH_CHUNKS = 128
@@ -81,7 +79,7 @@ class PendingContent(StoredContent):
     #: The bytes of the content's one chunk, to keep in its row (``oxidav.blobs.inline``).
     inline: bytes | None = field(default=None, repr=False, compare=False)
 
-    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         if n < 0:
             raise ValueError("incref by a negative count")
         if manifest_hash == self.manifest_hash and self.builder is not None:
@@ -92,7 +90,7 @@ class PendingContent(StoredContent):
             return
         catalog.change_manifest_refcount(session, manifest_hash, n)
 
-    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def decref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         if n < 0:
             raise ValueError("decref by a negative count")
         catalog.change_manifest_refcount(session, manifest_hash, -n)

@@ -12,7 +12,9 @@ so its bytes are served without a copy. A caller that takes ``FileRegion`` piece
 oxidav's own HTTP gateway) gets such a chunk of a local store as one region of its file
 (``LocalBlobStore.region``): hashed on its mapped pages and sent with ``sendfile``, its bytes
 never pass through the process (a 512 MiB GET: a fifth of the server's CPU was the read's
-copy into the process, a sixth the send's copy out of it).
+copy into the process, a sixth the send's copy out of it). A chunk of at most ``INLINE_LIMIT``
+bytes is looked up in its database row first (``oxidav.blobs.inline``: small contents keep
+their one chunk there), and is checked the same way.
 
 Integrity policy:
 

@@ -5,6 +5,6 @@ imports them all so that ``Base.metadata`` is complete for Alembic and for tests
 """
 
 from oxidav.db.base import Base, UTCDateTime, utcnow
-from oxidav.db.engine import Database, core, make_engine
+from oxidav.db.engine import Database, Transaction, core, make_engine
 
-__all__ = ["Base", "Database", "UTCDateTime", "core", "make_engine", "utcnow"]
+__all__ = ["Base", "Database", "Transaction", "UTCDateTime", "core", "make_engine", "utcnow"]

@@ -102,7 +102,13 @@ class _WriterQueue:
             self._lock.release()
 
 
-def core(session: Session | Connection) -> Connection:
+#: A write transaction's handle: an ORM ``Session`` (``Database.write``) or a Core
+#: ``Connection`` (``Database.write_core``). Code that runs Core statements through ``core``
+#: takes either.
+Transaction = Session | Connection
+
+
+def core(session: Transaction) -> Connection:
     """The connection of ``session``'s transaction, for pre-built Core statements (pending ORM
     changes are flushed first, as an ORM query would); a ``Connection`` (``Database.
     write_core``) is its own."""

@@ -15,7 +15,9 @@ Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). Thi
 4. commits the node row in one transaction that re-checks the preconditions and the quota and
    takes the content reference (``oxidav.tree.write_file``); the ingest left the manifest row
    to this transaction (``PendingContent``: its chunks are already synced), so manifest and
-   node become visible in one commit.
+   node become visible in one commit; a content that is one chunk of at most
+   ``blob_inline_max`` bytes was not written to the store at all, and this transaction keeps
+   it in its chunk's row (``oxidav.blobs.inline``).
 
 Nothing is created before step 4, so a failure at any point leaves the previous version — or
 no file at all, never an empty placeholder.
@@ -134,9 +136,10 @@ def handle_put(
                 if available is not None and growth > available:
                     raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
             stored = _ingest(backend, environ, length)
-            with backend.db.write() as session:
+            # A Core connection, not an ORM session: the node write is Core statements only.
+            with backend.db.write_core() as transaction:
                 result = write_file(
-                    session,
+                    transaction,
                     stored if isinstance(stored, PendingContent) else backend.chain,
                     target.user_id,
                     target.tree_path,

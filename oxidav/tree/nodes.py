@@ -24,7 +24,7 @@ from sqlalchemy import Select, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from oxidav.db import Database, core, utcnow
+from oxidav.db import Database, Transaction, core, utcnow
 from oxidav.db.models.tree import Node
 from oxidav.db.prepared import Prepared
 from oxidav.tree.names import ancestor_paths
@@ -110,7 +110,7 @@ def child(session: Session, parent_id: int, name: str) -> NodeInfo | None:
     return None if row is None else NodeInfo.from_row(row)
 
 
-def _insert_root(session: Session, user_id: int) -> None:
+def _insert_root(session: Transaction, user_id: int) -> None:
     now = utcnow()
     session.execute(
         insert(Node).values(
@@ -148,7 +148,7 @@ def ensure_root(db: Database, user_id: int) -> NodeInfo:
     return root
 
 
-def lock_tree(session: Session, user_id: int) -> NodeInfo:
+def lock_tree(session: Transaction, user_id: int) -> NodeInfo:
     """Take the user's tree write lock (the root row) and return the root; create it if absent."""
     params = {"user_id": user_id}
     row = core(session).execute(_ROOT_FOR_UPDATE, params).first()
@@ -160,7 +160,11 @@ def lock_tree(session: Session, user_id: int) -> NodeInfo:
 
 
 def propagate(
-    session: Session, user_id: int, folder_path: str, size_delta: int, now: datetime | None = None
+    session: Transaction,
+    user_id: int,
+    folder_path: str,
+    size_delta: int,
+    now: datetime | None = None,
 ) -> None:
     """A child of ``folder_path`` changed: new etag, size += delta and mtime for it and above."""
     paths = ancestor_paths(folder_path)

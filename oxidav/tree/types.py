@@ -13,17 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy.orm import Session
-
+from oxidav.db import Transaction
 from oxidav.db.models.tree import Node
 
 
 class ContentRefs(Protocol):
     """Reference counting of manifests, in the caller's transaction."""
 
-    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None: ...
+    def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None: ...
 
-    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None: ...
+    def decref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None: ...
 
 
 class ContentFacts(Protocol):

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from oxidav.db import core, utcnow
+from oxidav.db import Transaction, core, utcnow
 from oxidav.db.models.tree import Node
 from oxidav.db.prepared import Prepared
 from oxidav.tree.errors import AlreadyExists, Conflict, IsAFolder, PreconditionFailed
@@ -69,7 +69,7 @@ _WRITE_CONTEXT = Prepared(
 
 
 def _write_context(
-    session: Session, user_id: int, parent: str, path: str
+    session: Transaction, user_id: int, parent: str, path: str
 ) -> tuple[NodeInfo, dict[str, NodeInfo], int | None]:
     """Take the tree write lock; return the root, the live nodes at ``parent`` and ``path``
     (by path) and the user's own quota setting. On SQLite the write transaction already holds
@@ -88,7 +88,7 @@ def _write_context(
     return found[""], found, own_limit
 
 
-def insert_node(session: Session, values: dict[str, object]) -> NodeInfo:
+def insert_node(session: Transaction, values: dict[str, object]) -> NodeInfo:
     row = _INSERT.run(core(session), values).one()
     return NodeInfo.from_row(row)
 
@@ -123,7 +123,7 @@ def make_folder(
 
 
 def write_file(
-    session: Session,
+    session: Transaction,
     refs: ContentRefs,
     user_id: int,
     path: str,

@@ -10,12 +10,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import event, insert
-from sqlalchemy.orm import Session
 
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.engine import GrantEngine
 from oxidav.authz.resources import Resource
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, Transaction, utcnow
 from oxidav.db.models.users import User
 from oxidav.tree import NodeInfo, ensure_root, make_folder, resolve, write_file
 
@@ -37,10 +36,10 @@ TREE = (
 class NoRefs:
     """The tree's ContentRefs for empty files (no manifests are ever referenced)."""
 
-    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         raise AssertionError("no content in these tests")
 
-    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def decref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         raise AssertionError("no content in these tests")
 
 

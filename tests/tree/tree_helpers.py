@@ -7,9 +7,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import insert
-from sqlalchemy.orm import Session
 
-from oxidav.db import Database
+from oxidav.db import Database, Transaction
 from oxidav.db.models.users import User
 from oxidav.tree import ensure_root
 
@@ -33,10 +32,10 @@ class CountingRefs:
     def __init__(self) -> None:
         self.refs: Counter[str] = Counter()
 
-    def incref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         self.refs[manifest_hash] += n
 
-    def decref(self, session: Session, manifest_hash: str, n: int = 1) -> None:
+    def decref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         self.refs[manifest_hash] -= n
         assert self.refs[manifest_hash] >= 0, manifest_hash
 
