@@ -386,6 +386,15 @@ def _add_uses(conn: Connection, manifest_hash: str, uses: dict[str, int]) -> Non
         raise BlobChainConflictError(f"chunks of manifest {manifest_hash} vanished during ingest")
 
 
+def _entry_row(manifest_hash: str, entry: ManifestEntry) -> dict[str, Any]:
+    return {
+        "manifest_hash": manifest_hash,
+        "start": entry.start,
+        "size": entry.size,
+        "chunk_hash": entry.chunk_hash,
+    }
+
+
 def create_manifest(
     session: Transaction,
     builder: ManifestBuilder,
@@ -429,29 +438,14 @@ def create_manifest(
             "data": inline,
         }
         _ADD_INLINE[conn.dialect.name].run(conn, row)
-        _INSERT_ENTRY.run(
-            conn,
-            {
-                "manifest_hash": builder.hash,
-                "start": 0,
-                "size": entry.size,
-                "chunk_hash": entry.chunk_hash,
-            },
-        )
+        _INSERT_ENTRY.run(conn, _entry_row(builder.hash, entry))
         return True
     uses = builder.chunk_uses()
     _lock_chunks(conn, list(uses))
     batch: list[dict[str, Any]] = []
     try:
         for entry in builder.entries():
-            batch.append(
-                {
-                    "manifest_hash": builder.hash,
-                    "start": entry.start,
-                    "size": entry.size,
-                    "chunk_hash": entry.chunk_hash,
-                }
-            )
+            batch.append(_entry_row(builder.hash, entry))
             if len(batch) >= INSERT_BATCH:
                 conn.execute(_INSERT_ENTRIES, batch)
                 batch = []

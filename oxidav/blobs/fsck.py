@@ -26,8 +26,7 @@ import blake3
 from sqlalchemy import Table, func, null, or_, select
 
 from oxidav.blobs import catalog
-from oxidav.blobs.inline import check_inline
-from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError
+from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError, check_chunk
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
 
@@ -114,7 +113,7 @@ def _probe(store: BlobStore, chunk: _Referenced, deep: bool) -> str | None:
     if chunk.inline:
         if deep:
             try:
-                check_inline(key, chunk.size, bytes(chunk.data or b""))
+                check_chunk(key, chunk.size, bytes(chunk.data or b""))
             except BlobStoreError:
                 return "corrupt"
         return None

@@ -33,11 +33,10 @@ chunk (``blob_chunks.data``):
 
 from __future__ import annotations
 
-import blake3
 from sqlalchemy import Table, bindparam, select
 
 from oxidav.blobs.manifests import ManifestEntry
-from oxidav.blobs.store import BlobIntegrityError
+from oxidav.blobs.store import check_chunk
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk
 from oxidav.db.prepared import PreparedRead
@@ -62,17 +61,7 @@ class InlineChunks:
         row = _DATA.first(self.db.engine, {"key": entry.chunk_hash})
         if row is None or row[0] is None:
             return None
-        data = bytes(row[0])
-        check_inline(entry.chunk_hash, entry.size, data)
-        return data
+        return check_chunk(entry.chunk_hash, entry.size, bytes(row[0]))
 
 
-def check_inline(key: str, size: int, data: bytes) -> None:
-    """Raise ``BlobIntegrityError`` unless ``data`` is the ``size`` bytes named ``key``."""
-    if len(data) != size or blake3.blake3(data).hexdigest() != key:
-        raise BlobIntegrityError(
-            f"chunk {key} kept in the database is corrupt ({len(data)} bytes, expected {size})"
-        )
-
-
-__all__ = ["INLINE_LIMIT", "InlineChunks", "check_inline"]
+__all__ = ["INLINE_LIMIT", "InlineChunks"]

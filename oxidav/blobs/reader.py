@@ -49,7 +49,7 @@ from oxidav.blobs.inline import InlineChunks
 from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.regions import FileRegion
-from oxidav.blobs.store import BlobIntegrityError, BlobStore
+from oxidav.blobs.store import BlobIntegrityError, BlobStore, check_chunk
 from oxidav.db import Database
 
 DEFAULT_BLOCK = 256 * 1024
@@ -69,12 +69,7 @@ def fetch_chunk(
     small chunk kept in the database is found first."""
     if inline is not None and (kept := inline.get(entry)) is not None:
         return kept
-    data = store.get(entry.chunk_hash)
-    if len(data) != entry.size or blake3.blake3(data).hexdigest() != entry.chunk_hash:
-        raise BlobIntegrityError(
-            f"chunk {entry.chunk_hash} is corrupt (read {len(data)} bytes, expected {entry.size})"
-        )
-    return data
+    return check_chunk(entry.chunk_hash, entry.size, store.get(entry.chunk_hash))
 
 
 def fetch_part(

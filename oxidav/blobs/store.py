@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+import blake3
+
 #: Default size of the pieces a ranged read yields.
 READ_BLOCK = 256 * 1024
 
@@ -39,6 +41,16 @@ class TransientBlobStoreError(BlobStoreError):
 
 class BlobIntegrityError(BlobStoreError):
     """The bytes read back are not the bytes written (corrupt, truncated, or undecryptable)."""
+
+
+def check_chunk(key: str, size: int, data: bytes) -> bytes:
+    """Return ``data`` if it is the ``size`` bytes whose BLAKE3 is ``key``, else raise
+    ``BlobIntegrityError``."""
+    if len(data) != size or blake3.blake3(data).hexdigest() != key:
+        raise BlobIntegrityError(
+            f"chunk {key} is corrupt (read {len(data)} bytes, expected {size})"
+        )
+    return data
 
 
 def check_key(key: str) -> str:
@@ -138,6 +150,7 @@ __all__ = [
     "BlobStore",
     "BlobStoreError",
     "TransientBlobStoreError",
+    "check_chunk",
     "check_key",
     "check_range",
     "shard_of",
