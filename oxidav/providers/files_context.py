@@ -149,8 +149,17 @@ class FilesBackend:
         else:
             with self.db.read() as session:
                 found = resolve_many(session, target.user_id, missing)
-        for path in missing:
-            cache[(target.user_id, path)] = found.get(path)
+        self.remember(environ, target.user_id, missing, found)
+
+    @staticmethod
+    def remember(
+        environ: dict[str, Any], user_id: int, paths: list[str], found: dict[str, NodeInfo]
+    ) -> None:
+        """Put the nodes at ``paths`` of a user's tree, as read (``found``, by path; a path
+        not in it has no live node), into the request cache."""
+        cache = request_cache(environ).nodes
+        for path in paths:
+            cache[(user_id, path)] = found.get(path)
 
     def quota(self, environ: dict[str, Any], user_id: int) -> tuple[int, int | None]:
         """``(used bytes, available bytes or None for unlimited)`` of a user, per request."""

@@ -36,7 +36,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.lock_man.lock_manager import LockManager
 
-from oxidav.db import Database
+from oxidav.db import Database, Transaction, core
 from oxidav.db.models.tree import DavLock
 from oxidav.db.prepared import PreparedRead
 from oxidav.tree import locks as rows
@@ -58,6 +58,7 @@ _LOCK_COLUMNS = (
     type_coerce(DavLock.expire, NullType()).label("expire"),
     DavLock.principal,
 )
+_SHARED_ADVISORY = text("SELECT pg_advisory_xact_lock_shared(:key)")
 #: Ancestor counts up to this get a prepared statement; deeper URLs use a session.
 PREPARED_DEPTH_MAX = 32
 _prepared: dict[int, PreparedRead] = {}
@@ -156,6 +157,22 @@ class DbLockStorage:
         with self.db.read() as session:
             return rows.list_locks_at(session, roots, below)
 
+    def locks_in(self, transaction: Transaction, roots: list[str]) -> list[dict[str, Any]]:
+        """``locks_at(roots)``, read in the caller's write transaction (a PUT that checks and
+        writes in one). On SQLite that transaction holds the write lock, so no lock can be
+        created between this read and its commit; on PostgreSQL it takes the advisory lock of
+        lock creation in shared mode first (``create`` takes it exclusively), with the same
+        effect."""
+        connection = core(transaction)
+        if not self.db.is_sqlite:
+            connection.execute(_SHARED_ADVISORY, {"key": _ADVISORY_KEY})
+        if 0 < len(roots) <= PREPARED_DEPTH_MAX:
+            params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
+            params["now"] = time.time()
+            found = _locks_at_read(len(roots)).run(connection, params).rows
+            return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
+        return rows.list_locks_at(connection, roots)
+
     def batched_manager(self) -> DbLockManager:
         """The one ``DbLockManager`` of this storage (shared by every provider using it)."""
         manager = getattr(self, "_manager", None)
@@ -183,6 +200,30 @@ class DbLockStorage:
                 condition.add_href(other["root"])
         if condition.hrefs:
             raise DAVError(HTTP_LOCKED, err_condition=condition)
+
+
+def _raise_put_conflicts(
+    found: list[dict[str, Any]],
+    root: str,
+    above: list[str],
+    token_list: list[str],
+    principal: str,
+    new_member: bool,
+) -> None:
+    """423 unless a PUT to ``root`` may go on, given ``found``, the locks rooted at ``root``
+    and its ancestors ``above``: the target's own locks, depth-infinity locks above it and,
+    for a new member, its parent's own locks conflict, unless the principal holds them and
+    sent their token."""
+    parent = above[1] if new_member and len(above) > 1 else None
+    condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+    for lock in found:
+        if lock["root"] != root and lock["root"] != parent and lock["depth"] != "infinity":
+            continue
+        if principal == lock["principal"] and lock["token"] in token_list:
+            continue
+        condition.add_href(lock["root"])
+    if condition.hrefs:
+        raise DAVError(HTTP_LOCKED, err_condition=condition)
 
 
 class DbLockManager(LockManager):  # type: ignore[misc]
@@ -219,18 +260,11 @@ class DbLockManager(LockManager):  # type: ignore[misc]
         """
         root = rows.normalize_root(url)
         above = _ancestors(root)
-        parent = above[1] if new_member and len(above) > 1 else None
         self._lock.acquire_write()
         try:
-            condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
-            for lock in self.storage.locks_at(above):
-                if lock["root"] != root and lock["root"] != parent and lock["depth"] != "infinity":
-                    continue
-                if principal == lock["principal"] and lock["token"] in token_list:
-                    continue
-                condition.add_href(lock["root"])
-            if condition.hrefs:
-                raise DAVError(HTTP_LOCKED, err_condition=condition)
+            _raise_put_conflicts(
+                self.storage.locks_at(above), root, above, token_list, principal, new_member
+            )
             self._active_writes[root] = self._active_writes.get(root, 0) + 1
         finally:
             self._lock.release()
@@ -238,6 +272,23 @@ class DbLockManager(LockManager):  # type: ignore[misc]
             yield
         finally:
             self._end_write_transaction(root)
+
+    def check_put_in(
+        self,
+        transaction: Transaction,
+        *,
+        url: str,
+        token_list: list[str],
+        principal: str,
+        new_member: bool,
+    ) -> None:
+        """``put_transaction``'s check, read in the PUT's own write transaction
+        (``DbLockStorage.locks_in``): no lock can be granted between this check and the
+        commit, in this process or another, so no write marker is needed."""
+        root = rows.normalize_root(url)
+        above = _ancestors(root)
+        found = self.storage.locks_in(transaction, above)
+        _raise_put_conflicts(found, root, above, token_list, principal, new_member)
 
     def get_indirect_url_lock_list(
         self, url: str, *, principal: str | None = None

@@ -3,11 +3,10 @@
 WsgiDAV's own PUT creates an empty file before reading the body, commits a body shorter than
 Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). This handler:
 
-1. evaluates the preconditions first: If-Match on a missing target is 412; If-None-Match: * on
-   an existing one is 412 (§13.1.1, §13.1.2); locks are checked with WsgiDAV's rules, in one
-   query (``DbLockManager.put_transaction``: the target, its ancestors' depth-infinity locks
-   and, for a new member, its parent's own locks), and the write stays marked until step 4
-   has committed;
+1. evaluates the preconditions: If-Match on a missing target is 412; If-None-Match: * on an
+   existing one is 412 (§13.1.1, §13.1.2); locks are checked with WsgiDAV's rules, in one
+   query (``DbLockManager``: the target, its ancestors' depth-infinity locks and, for a new
+   member, its parent's own locks);
 2. refuses a declared length that exceeds the quota with 507 before reading the body;
 3. streams the body into ``BlobChain.ingest`` with the declared length (chunked bodies have
    none), so a short body raises and no manifest becomes visible; under cheroot the ingest
@@ -19,6 +18,14 @@ Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). Thi
    ``blob_inline_max`` bytes was not written to the store at all, and this transaction keeps
    it in its chunk's row (``oxidav.blobs.inline``).
 
+A body declared longer than ``ONE_TRANSACTION_MAX`` (or of unknown length) takes these steps
+in this order (``_Put.checked_first``): nothing is read before a 412 or 423, and the write
+stays marked in WsgiDAV's lock manager until step 4 has committed. A smaller one — most PUTs —
+is read first, and steps 1 and 4 share one transaction (``_Put.in_one_transaction``): the nodes
+the checks look at are the rows the write reads anyway, and the locks are read inside it too,
+so no other request or process can lock or change the target between the check and the
+commit.
+
 Nothing is created before step 4, so a failure at any point leaves the previous version — or
 no file at all, never an empty placeholder.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import re
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +52,8 @@ from wsgidav.dav_error import (
 )
 
 from oxidav.blobs import IncompleteContentError
-from oxidav.blobs.ingest import PendingContent
+from oxidav.blobs.ingest import PendingContent, StoredContent
+from oxidav.db import Transaction
 from oxidav.providers.files_body import request_body
 from oxidav.providers.files_context import (
     ENVIRON_NODE,
@@ -53,12 +62,22 @@ from oxidav.providers.files_context import (
     forget,
 )
 from oxidav.providers.files_locks import DbLockManager
-from oxidav.tree import QuotaExceeded, TreeError, write_file
+from oxidav.tree import (
+    QuotaExceeded,
+    TreeError,
+    WriteContext,
+    WriteResult,
+    read_write_context,
+    write_file,
+)
 from oxidav.tree.names import parent_path
 
 #: Bodies declared longer than this are checked against the quota before they are read;
 #: every write is checked again when it commits.
 QUOTA_PRECHECK = 1 << 20
+#: A body declared at most this long is read before the checks, which then run in the write's
+#: own transaction (one transaction instead of two reads and a write).
+ONE_TRANSACTION_MAX = 64 << 10
 _CHECKSUM = re.compile(r"^[A-Za-z0-9]+:[0-9A-Fa-f]+$")
 _CREATED = util.get_http_status_string(HTTP_CREATED)
 _NO_CONTENT = util.get_http_status_string(HTTP_NO_CONTENT)
@@ -103,53 +122,19 @@ def handle_put(
         raise DAVError(HTTP_NOT_IMPLEMENTED, "Content-Encoding is not supported")
     if "HTTP_CONTENT_RANGE" in environ:
         raise DAVError(HTTP_BAD_REQUEST, "Content-Range is not allowed on PUT")
-    if target.tree_path:
-        provider.backend.prefetch(
-            environ, target, [target.tree_path, parent_path(target.tree_path)]
-        )
-    res = provider.get_resource_inst(path, environ)
-    if res is not None and res.is_collection:
-        raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
-    parent = provider.get_resource_inst(util.get_uri_parent(path), environ)
-    if target.tree_path == "" or parent is None or not parent.is_collection:
-        raise DAVError(HTTP_CONFLICT, "the parent must be an existing collection")
-
-    if res is None and "HTTP_IF_MATCH" in environ:
-        raise DAVError(HTTP_PRECONDITION_FAILED, "If-Match on a missing resource")
-    server._evaluate_if_headers(res, environ)
-    require_etag = res.get_etag() if res is not None and "HTTP_IF_MATCH" in environ else None
-    require_absent = res is None and environ.get("HTTP_IF_NONE_MATCH", "").strip() == "*"
-    lock_manager = provider.lock_manager
-    batched = isinstance(lock_manager, DbLockManager)
-    if res is None and lock_manager is not None and not batched:
-        # A new member changes its parent: a depth-0 lock on the parent conflicts.
-        server._check_write_permission(parent, "0", environ)
-
     length = _content_length(environ)
     mtime = _mtime(environ)
-    backend = provider.backend
+    put = _Put(provider, server, environ, path, target, mtime)
     try:
-        with _write_locked(lock_manager, environ, provider.ref_url(target, False), res is None):
-            if length is not None and length > QUOTA_PRECHECK:
-                _used, available = backend.quota(environ, target.user_id)
-                growth = length - (res.get_content_length() if res is not None else 0)
-                if available is not None and growth > available:
-                    raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
-            stored = _ingest(backend, environ, length)
-            # A Core connection, not an ORM session: the node write is Core statements only.
-            with backend.db.write_core() as transaction:
-                result = write_file(
-                    transaction,
-                    stored if isinstance(stored, PendingContent) else backend.chain,
-                    target.user_id,
-                    target.tree_path,
-                    stored,
-                    mtime=mtime,
-                    checksums=_checksum(environ),
-                    require_etag=require_etag,
-                    require_absent=require_absent,
-                    default_quota_bytes=backend.default_quota_bytes,
-                )
+        if (
+            length is not None
+            and length <= ONE_TRANSACTION_MAX
+            and target.tree_path != ""
+            and isinstance(provider.lock_manager, DbLockManager)
+        ):
+            result = put.in_one_transaction(length)
+        else:
+            result = put.checked_first(length)
     except TreeError as exc:
         raise dav_error(exc) from None
     forget(environ)
@@ -162,6 +147,124 @@ def handle_put(
     status = _CREATED if result.created else _NO_CONTENT
     start_response(status, [("Content-Length", "0"), ("Date", util.get_rfc1123_time()), *headers])
     return [b""]
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What the checks of a PUT found: the current resource (None: a new member) and the
+    preconditions its transaction re-checks."""
+
+    res: Any
+    require_etag: str | None
+    require_absent: bool
+
+
+class _Put:
+    """One PUT request, written by one of two orders of the same steps (module docstring)."""
+
+    def __init__(
+        self,
+        provider: Any,
+        server: Any,
+        environ: dict[str, Any],
+        path: str,
+        target: Target,
+        mtime: datetime | None,
+    ) -> None:
+        self.provider = provider
+        self.server = server
+        self.environ = environ
+        self.path = path
+        self.target = target
+        self.mtime = mtime
+        self.backend = provider.backend
+
+    def check(self) -> _Checked:
+        """Step 1 of the module docstring, locks aside: 405 for a collection, 409 without a
+        parent collection, 412 for a failed precondition."""
+        provider, environ = self.provider, self.environ
+        res = provider.get_resource_inst(self.path, environ)
+        if res is not None and res.is_collection:
+            raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
+        parent = provider.get_resource_inst(util.get_uri_parent(self.path), environ)
+        if self.target.tree_path == "" or parent is None or not parent.is_collection:
+            raise DAVError(HTTP_CONFLICT, "the parent must be an existing collection")
+        if res is None and "HTTP_IF_MATCH" in environ:
+            raise DAVError(HTTP_PRECONDITION_FAILED, "If-Match on a missing resource")
+        self.server._evaluate_if_headers(res, environ)
+        lock_manager = provider.lock_manager
+        if res is None and lock_manager is not None and not isinstance(lock_manager, DbLockManager):
+            # A new member changes its parent: a depth-0 lock on the parent conflicts.
+            self.server._check_write_permission(parent, "0", environ)
+        return _Checked(
+            res,
+            res.get_etag() if res is not None and "HTTP_IF_MATCH" in environ else None,
+            res is None and environ.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
+        )
+
+    def checked_first(self, length: int | None) -> WriteResult:
+        """Check, then stream the body into the blob chain, then commit the node."""
+        target = self.target
+        if target.tree_path:
+            self.backend.prefetch(
+                self.environ, target, [target.tree_path, parent_path(target.tree_path)]
+            )
+        checked = self.check()
+        res = checked.res
+        lock_url = self.provider.ref_url(target, False)
+        with _write_locked(self.provider.lock_manager, self.environ, lock_url, res is None):
+            if length is not None and length > QUOTA_PRECHECK:
+                _used, available = self.backend.quota(self.environ, target.user_id)
+                growth = length - (res.get_content_length() if res is not None else 0)
+                if available is not None and growth > available:
+                    raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
+            stored = _ingest(self.backend, self.environ, length)
+            # A Core connection, not an ORM session: the node write is Core statements only.
+            with self.backend.db.write_core() as transaction:
+                return self.write(transaction, stored, checked, None)
+
+    def in_one_transaction(self, length: int) -> WriteResult:
+        """A small body: read it first, then check and write in one transaction — the nodes
+        the checks need are the ones the write reads (``read_write_context``), and the locks
+        are read in the same transaction (``DbLockManager.check_put_in``)."""
+        target, environ = self.target, self.environ
+        stored = _ingest(self.backend, environ, length)
+        with self.backend.db.write_core() as transaction:
+            context = read_write_context(transaction, target.user_id, target.tree_path)
+            paths = [target.tree_path, parent_path(target.tree_path)]
+            self.backend.remember(environ, target.user_id, paths, context.found)
+            checked = self.check()
+            self.provider.lock_manager.check_put_in(
+                transaction,
+                url=self.provider.ref_url(target, False),
+                token_list=environ["wsgidav.ifLockTokenList"],
+                principal=environ["wsgidav.user_name"],
+                new_member=checked.res is None,
+            )
+            return self.write(transaction, stored, checked, context)
+
+    def write(
+        self,
+        transaction: Transaction,
+        stored: StoredContent | None,
+        checked: _Checked,
+        context: WriteContext | None,
+    ) -> WriteResult:
+        """Step 4: the node row, re-checking the preconditions and the quota."""
+        result: WriteResult = write_file(
+            transaction,
+            stored if isinstance(stored, PendingContent) else self.backend.chain,
+            self.target.user_id,
+            self.target.tree_path,
+            stored,
+            mtime=self.mtime,
+            checksums=_checksum(self.environ),
+            require_etag=checked.require_etag,
+            require_absent=checked.require_absent,
+            default_quota_bytes=self.backend.default_quota_bytes,
+            context=context,
+        )
+        return result
 
 
 def _write_locked(
@@ -184,12 +287,12 @@ def _write_locked(
     return manager
 
 
-def _ingest(backend: Any, environ: dict[str, Any], length: int | None) -> Any:
+def _ingest(backend: Any, environ: dict[str, Any], length: int | None) -> StoredContent | None:
     if length == 0:
         environ["wsgidav.all_input_read"] = 1
         return None
     try:
-        stored = backend.chain.ingest(
+        stored: StoredContent = backend.chain.ingest(
             request_body(environ, length), expected_length=length, publish=False
         )
     except IncompleteContentError as exc:

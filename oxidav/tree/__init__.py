@@ -39,7 +39,14 @@ from oxidav.tree.trash import (
     trash_node,
 )
 from oxidav.tree.types import ContentFacts, ContentRefs, NodeInfo
-from oxidav.tree.writes import WriteResult, make_folder, set_mtime, write_file
+from oxidav.tree.writes import (
+    WriteContext,
+    WriteResult,
+    make_folder,
+    read_write_context,
+    set_mtime,
+    write_file,
+)
 
 __all__ = [
     "AlreadyExists",
@@ -55,6 +62,7 @@ __all__ = [
     "QuotaExceeded",
     "TransferResult",
     "TreeError",
+    "WriteContext",
     "WriteResult",
     "available_bytes",
     "copy_node",
@@ -71,6 +79,7 @@ __all__ = [
     "purge",
     "purge_trashed_before",
     "quota_limit",
+    "read_write_context",
     "release_user_content",
     "resolve",
     "restore",

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from oxidav.db import core
+from oxidav.db import Transaction, core
 from oxidav.db.models.tree import DavLock
 
 DEFAULT_TIMEOUT = 604800.0
@@ -153,7 +153,9 @@ _LOCKS_AT_OR_BELOW = (
 )
 
 
-def list_locks_at(session: Session, roots: list[str], below: str | None = None) -> list[LockDict]:
+def list_locks_at(
+    session: Transaction, roots: list[str], below: str | None = None
+) -> list[LockDict]:
     """Live locks rooted at one of ``roots``, or strictly below ``below`` (one query)."""
     params: dict[str, object] = {"roots": roots, "now": time.time()}
     stmt = _LOCKS_AT

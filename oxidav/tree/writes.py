@@ -68,24 +68,33 @@ _WRITE_CONTEXT = Prepared(
 )
 
 
-def _write_context(
-    session: Transaction, user_id: int, parent: str, path: str
-) -> tuple[NodeInfo, dict[str, NodeInfo], int | None]:
-    """Take the tree write lock; return the root, the live nodes at ``parent`` and ``path``
-    (by path) and the user's own quota setting. On SQLite the write transaction already holds
-    the database's write lock (``BEGIN IMMEDIATE``), so one statement reads all of it; on
-    PostgreSQL the root row is locked first (``lock_tree``: every writer locks root first)."""
+@dataclass(frozen=True)
+class WriteContext:
+    """What a file write reads first, under the tree write lock: the user's root (its size is
+    the used bytes), the live nodes at the parent and the target path (by path; a missing one
+    is absent) and the user's own quota setting."""
+
+    root: NodeInfo
+    found: dict[str, NodeInfo]
+    own_limit: int | None
+
+
+def read_write_context(session: Transaction, user_id: int, path: str) -> WriteContext:
+    """Take the tree write lock and read the ``WriteContext`` of a write to ``path``. On
+    SQLite the write transaction already holds the database's write lock (``BEGIN
+    IMMEDIATE``), so one statement reads all of it; on PostgreSQL the root row is locked first
+    (``lock_tree``: every writer locks root first)."""
     connection = core(session)
     if connection.dialect.name != "sqlite":
         lock_tree(session, user_id)
-    params = {"user_id": user_id, "root": "", "parent": parent, "path": path}
+    params = {"user_id": user_id, "root": "", "parent": parent_path(path), "path": path}
     rows = _WRITE_CONTEXT.run(connection, params).rows
     if not any(row[4] == "" for row in rows):  # no root yet: lock_tree creates it
         lock_tree(session, user_id)
         rows = _WRITE_CONTEXT.run(connection, params).rows
     found = {row[4]: NodeInfo.from_row(row[:-1]) for row in rows}
     own_limit: Any = rows[0][-1]
-    return found[""], found, own_limit
+    return WriteContext(found[""], found, own_limit)
 
 
 def insert_node(session: Transaction, values: dict[str, object]) -> NodeInfo:
@@ -134,13 +143,17 @@ def write_file(
     require_etag: str | None = None,
     require_absent: bool = False,
     default_quota_bytes: int = 0,
+    context: WriteContext | None = None,
 ) -> WriteResult:
     """Make ``content`` (None: the empty content) the current version of the file at ``path``.
 
     ``require_etag``: the file must still exist with this etag (If-Match, RFC 9110 §13.1.1).
     ``require_absent``: the file must still not exist (If-None-Match: *, §13.1.2).
+    ``context``: what ``read_write_context`` already read in this transaction.
     """
-    root, found, own_limit = _write_context(session, user_id, parent_path(path), path)
+    if context is None:
+        context = read_write_context(session, user_id, path)
+    root, found, own_limit = context.root, context.found, context.own_limit
     parent = found.get(parent_path(path))
     if parent is None or not parent.is_folder:
         raise Conflict(f"the parent of {path!r} is not an existing folder")

@@ -1,13 +1,15 @@
-"""PUT's lock checks: one lock query per PUT (a new member's parent, whose depth-0 lock conflicts,
-checked in the same query; a prepared read equal to the session's), concurrent small PUTs of
-one user all landing (the SQLite writer queue), the manifest committed with the node row, and
-bodiless 201/204 answers."""
+"""PUT's checks: one lock query per PUT (a new member's parent, whose depth-0 lock conflicts,
+checked in the same query; a prepared read equal to the session's), the same answers whether
+the body is small enough to be read before the checks (``ONE_TRANSACTION_MAX``) or not,
+concurrent small PUTs of one user all landing (the SQLite writer queue), the manifest committed
+with the node row, and bodiless 201/204 answers."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import pytest
 from files_helpers import url
 from sqlalchemy import Engine, event, select, update
 
@@ -18,6 +20,7 @@ from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.db.models.users import User
 from oxidav.db.prepared import PreparedRead
 from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.files_put import ONE_TRANSACTION_MAX
 from oxidav.tree import locks as lock_rows
 from tests.support.live import LiveServer
 
@@ -82,23 +85,69 @@ def test_an_overwrite_checks_the_locks_once(live_server: LiveServer) -> None:
     assert _lock_queries(live_server, "PUT", "/n.txt", b"new") == (201, 1)
 
 
+#: Body sizes on both sides of ``ONE_TRANSACTION_MAX``: read before the checks (which then run
+#: in the write's transaction) or checked first.
+BODY_SIZES = pytest.mark.parametrize(
+    "size", [3, ONE_TRANSACTION_MAX, ONE_TRANSACTION_MAX + 1], ids=["tiny", "max", "over"]
+)
+
+
+def _body(size: int, fill: bytes) -> bytes:
+    return (fill * size)[:size]
+
+
+@BODY_SIZES
 def test_locked_targets_and_parents_refuse_a_put_without_the_token(
-    live_server: LiveServer,
+    live_server: LiveServer, size: int
 ) -> None:
-    assert live_server.request("PUT", url("/f.txt"), b"old").status == 201
+    old, new, member = _body(size, b"old"), _body(size, b"new"), _body(size, b"member")
+    assert live_server.request("PUT", url("/f.txt"), old).status == 201
     token = _lock(live_server, "/f.txt")
-    assert live_server.request("PUT", url("/f.txt"), b"no token").status == 423
-    assert live_server.request("GET", url("/f.txt")).body == b"old"
-    ok = live_server.request("PUT", url("/f.txt"), b"new", headers={"If": f"({token})"})
+    assert live_server.request("PUT", url("/f.txt"), _body(size, b"no token")).status == 423
+    assert live_server.request("GET", url("/f.txt")).body == old
+    other = live_server.request("PUT", url("/f.txt"), new, headers={"If": "(<urn:uuid:nope>)"})
+    assert other.status in (412, 423)
+    ok = live_server.request("PUT", url("/f.txt"), new, headers={"If": f"({token})"})
     assert ok.status == 204
+    assert live_server.request("GET", url("/f.txt")).body == new
     assert live_server.request("MKCOL", url("/d")).status == 201
     folder_token = _lock(live_server, "/d/", depth="0")
-    assert live_server.request("PUT", url("/d/m.txt"), b"member").status == 423
+    assert live_server.request("PUT", url("/d/m.txt"), member).status == 423
     assert live_server.request("GET", url("/d/m.txt")).status == 404
-    made = live_server.request(
-        "PUT", url("/d/m.txt"), b"member", headers={"If": f"({folder_token})"}
-    )
+    made = live_server.request("PUT", url("/d/m.txt"), member, headers={"If": f"({folder_token})"})
     assert made.status == 201
+    assert live_server.request("MKCOL", url("/deep")).status == 201
+    assert live_server.request("MKCOL", url("/deep/er")).status == 201
+    _lock(live_server, "/deep/", depth="infinity")
+    assert live_server.request("PUT", url("/deep/er/x.txt"), member).status == 423
+    assert live_server.request("GET", url("/deep/er/x.txt")).status == 404
+
+
+@BODY_SIZES
+def test_put_checks_answer_the_same_for_every_body_size(live_server: LiveServer, size: int) -> None:
+    body, other = _body(size, b"body"), _body(size, b"other")
+    assert live_server.request("MKCOL", url("/folder")).status == 201
+    assert live_server.request("PUT", url("/folder"), body).status == 405
+    assert live_server.request("PUT", url("/missing/f.txt"), body).status == 409
+    assert (
+        live_server.request("PUT", url("/f.txt"), body, headers={"If-Match": '"x"'}).status == 412
+    )
+    assert live_server.request("GET", url("/f.txt")).status == 404
+    created = live_server.request("PUT", url("/f.txt"), body, headers={"If-None-Match": "*"})
+    assert created.status == 201
+    etag = created.headers["etag"]
+    refused = [
+        {"If-None-Match": "*"},
+        {"If-Match": '"not-the-etag"'},
+        {"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"},
+    ]
+    for headers in refused:
+        assert live_server.request("PUT", url("/f.txt"), other, headers=headers).status == 412
+    assert live_server.request("GET", url("/f.txt")).body == body
+    replaced = live_server.request("PUT", url("/f.txt"), other, headers={"If-Match": etag})
+    assert replaced.status == 204
+    got = live_server.request("GET", url("/f.txt"))
+    assert (got.body, got.headers["etag"]) == (other, replaced.headers["etag"])
 
 
 def test_concurrent_small_puts_all_land(live_server: LiveServer) -> None:
