@@ -24,7 +24,8 @@ stays marked in WsgiDAV's lock manager until step 4 has committed. A smaller one
 is read first, and steps 1 and 4 share one transaction (``_Put.in_one_transaction``): the nodes
 the checks look at are the rows the write reads anyway, and the locks are read inside it too,
 so no other request or process can lock or change the target between the check and the
-commit.
+commit. (A refused small body was still ingested: kept in memory when it is one inline chunk,
+else written to the store as unreferenced chunks that gc collects.)
 
 Nothing is created before step 4, so a failure at any point leaves the previous version — or
 no file at all, never an empty placeholder.
@@ -159,25 +160,20 @@ class _Checked:
     require_absent: bool
 
 
+@dataclass(frozen=True)
 class _Put:
     """One PUT request, written by one of two orders of the same steps (module docstring)."""
 
-    def __init__(
-        self,
-        provider: Any,
-        server: Any,
-        environ: dict[str, Any],
-        path: str,
-        target: Target,
-        mtime: datetime | None,
-    ) -> None:
-        self.provider = provider
-        self.server = server
-        self.environ = environ
-        self.path = path
-        self.target = target
-        self.mtime = mtime
-        self.backend = provider.backend
+    provider: Any
+    server: Any
+    environ: dict[str, Any]
+    path: str
+    target: Target
+    mtime: datetime | None
+
+    @property
+    def backend(self) -> Any:
+        return self.provider.backend
 
     def check(self) -> _Checked:
         """Step 1 of the module docstring, locks aside: 405 for a collection, 409 without a
