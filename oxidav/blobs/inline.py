@@ -58,7 +58,7 @@ class InlineChunks:
         chunk is in the store). Raises ``BlobIntegrityError`` if they do not match."""
         if entry.size > INLINE_LIMIT:
             return None
-        row = _DATA.first(self.db.engine, {"key": entry.chunk_hash})
+        row = _DATA.first(self.db, {"key": entry.chunk_hash})
         if row is None or row[0] is None:
             return None
         return check_chunk(entry.chunk_hash, entry.size, bytes(row[0]))

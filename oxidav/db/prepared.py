@@ -19,13 +19,13 @@ Python-side column defaults to compute (every such column is given): anything el
 ``Connection.execute`` unchanged.
 
 ``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
-or HEAD (the node at a path) and the lock check of a PUT. Through a ``Session`` such a read
-costs a session, a connection wrapper, a ``BEGIN``, the execution context, a rollback and a
-close — ~10x the statement itself on SQLite. One statement reads one consistent snapshot on
+or HEAD (the node at a path) and the lock check of a large PUT. Through a ``Session`` such a
+read costs a session, a connection wrapper, a ``BEGIN``, the execution context, a rollback and
+a close — ~10x the statement itself on SQLite. One statement reads one consistent snapshot on
 its own (SQLite runs it in autocommit, as oxidav's connections have the driver's transaction
 handling switched off; on PostgreSQL the driver opens a transaction that the pool's
-reset-on-return rolls back), so it runs on ``engine.raw_connection()`` (the same pool,
-pre-ping included); listeners do not see it.
+reset-on-return rolls back), so it runs on the driver connection ``Database.single_read``
+lends (on SQLite the thread's own, on PostgreSQL a pooled one); listeners do not see it.
 """
 
 from __future__ import annotations
@@ -33,13 +33,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+
+if TYPE_CHECKING:
+    from oxidav.db.engine import Database
 
 Processor = Callable[[Any], Any]
 
@@ -138,30 +141,21 @@ class Prepared:
 
 
 class PreparedRead(Prepared):
-    """A SELECT run on a raw pooled connection, outside any transaction (module docstring)."""
+    """A SELECT run on its own, outside any transaction (module docstring)."""
 
-    def rows(self, engine: Engine, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    def rows(self, db: Database, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Every row, processed as SQLAlchemy would. Driver errors are wrapped in
         SQLAlchemy's ``DBAPIError`` subclasses, as through a session."""
+        engine = db.engine
         prepared = self._for(engine.dialect, frozenset(params))
         if prepared is None:
             with engine.connect() as connection:
                 return self.run(connection, params).rows
-        raw = engine.raw_connection()
-        try:
+        with db.single_read() as raw:
             return _execute(prepared, engine.dialect, raw, params, None).rows
-        except DBAPIError as exc:
-            cause = exc.orig
-            if isinstance(
-                cause, engine.dialect.loaded_dbapi.Error
-            ) and engine.dialect.is_disconnect(cause, None, None):
-                raw.invalidate(cause)
-            raise
-        finally:
-            raw.close()
 
-    def first(self, engine: Engine, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        found = self.rows(engine, params)
+    def first(self, db: Database, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        found = self.rows(db, params)
         return found[0] if found else None
 
 

@@ -129,9 +129,7 @@ class FilesBackend:
         cache = request_cache(environ).nodes
         key = (target.user_id, target.tree_path)
         if key not in cache:
-            row = _NODE_AT.first(
-                self.db.engine, {"user_id": target.user_id, "path": target.tree_path}
-            )
+            row = _NODE_AT.first(self.db, {"user_id": target.user_id, "path": target.tree_path})
             cache[key] = None if row is None else NodeInfo.from_row(row)
         return cache[key]
 
@@ -144,7 +142,7 @@ class FilesBackend:
             return
         if len(missing) <= 2:
             params = {"user_id": target.user_id, "first": missing[0], "second": missing[-1]}
-            rows = _NODES_AT_TWO.rows(self.db.engine, params)
+            rows = _NODES_AT_TWO.rows(self.db, params)
             found = {node.path: node for node in map(NodeInfo.from_row, rows)}
         else:
             with self.db.read() as session:

@@ -152,7 +152,7 @@ class DbLockStorage:
         if below is None and 0 < len(roots) <= PREPARED_DEPTH_MAX:
             params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
             params["now"] = time.time()
-            found = _locks_at_read(len(roots)).rows(self.db.engine, params)
+            found = _locks_at_read(len(roots)).rows(self.db, params)
             return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
         with self.db.read() as session:
             return rows.list_locks_at(session, roots, below)

@@ -37,7 +37,7 @@ def test_prepared_read_returns_what_the_session_returns(database: Database, tmp_
     for path in ("", "/dir", "/dir/f.txt", "/missing"):
         with database.read() as session:
             expected = resolve(session, user_id, path)
-        row = _NODE_AT.first(database.engine, {"user_id": user_id, "path": path})
+        row = _NODE_AT.first(database, {"user_id": user_id, "path": path})
         got = None if row is None else NodeInfo.from_row(row)
         assert got == expected
         if got is not None:

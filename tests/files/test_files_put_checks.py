@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from files_helpers import url
-from sqlalchemy import Engine, event, select, update
+from sqlalchemy import event, select, update
 
 from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import collect_garbage
@@ -49,10 +49,10 @@ def _lock_queries(live_server: LiveServer, method: str, path: str, body: bytes) 
 
     prepared_rows = PreparedRead.rows
 
-    def counted_rows(read: PreparedRead, engine: Engine, params: Any) -> list[tuple[Any, ...]]:
+    def counted_rows(read: PreparedRead, db: Database, params: Any) -> list[tuple[Any, ...]]:
         if "dav_locks" in str(read.statement):
             seen.append(str(read.statement))
-        return prepared_rows(read, engine, params)
+        return prepared_rows(read, db, params)
 
     event.listen(engine, "before_cursor_execute", count)
     PreparedRead.rows = counted_rows  # type: ignore[method-assign]
