@@ -81,6 +81,13 @@ def _locks_at_read(count: int) -> PreparedRead:
     return found
 
 
+def _roots_params(roots: list[str]) -> dict[str, Any]:
+    """The parameters of ``_locks_at_read(len(roots))``."""
+    params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
+    params["now"] = time.time()
+    return params
+
+
 def _ancestors(root: str) -> list[str]:
     """``"/a/b"`` -> ``["/a/b", "/a", "/"]``."""
     result = [root]
@@ -150,9 +157,7 @@ class DbLockStorage:
         """Live locks rooted at any of ``roots`` (normalized), plus those strictly below
         ``below``, in one query."""
         if below is None and 0 < len(roots) <= PREPARED_DEPTH_MAX:
-            params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
-            params["now"] = time.time()
-            found = _locks_at_read(len(roots)).rows(self.db, params)
+            found = _locks_at_read(len(roots)).rows(self.db, _roots_params(roots))
             return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
         with self.db.read() as session:
             return rows.list_locks_at(session, roots, below)
@@ -167,9 +172,7 @@ class DbLockStorage:
         if not self.db.is_sqlite:
             connection.execute(_SHARED_ADVISORY, {"key": _ADVISORY_KEY})
         if 0 < len(roots) <= PREPARED_DEPTH_MAX:
-            params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
-            params["now"] = time.time()
-            found = _locks_at_read(len(roots)).run(connection, params).rows
+            found = _locks_at_read(len(roots)).run(connection, _roots_params(roots)).rows
             return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
         return rows.list_locks_at(connection, roots)
 
