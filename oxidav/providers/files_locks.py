@@ -276,11 +276,6 @@ class DbLockManager(LockManager):  # type: ignore[misc]
         finally:
             self._end_write_transaction(root)
 
-    @staticmethod
-    def lock_roots(url: str) -> list[str]:
-        """The roots whose locks a write to ``url`` must respect: its own and its ancestors'."""
-        return _ancestors(rows.normalize_root(url))
-
     def check_put_in(
         self,
         transaction: Transaction,
@@ -289,18 +284,14 @@ class DbLockManager(LockManager):  # type: ignore[misc]
         token_list: list[str],
         principal: str,
         new_member: bool,
-        lock_count: int | None = None,
     ) -> None:
         """``put_transaction``'s check, read in the PUT's own write transaction
         (``DbLockStorage.locks_in``): no lock can be granted between this check and the
-        commit, in this process or another, so no write marker is needed. ``lock_count``:
-        how many locks this transaction already counted at ``lock_roots(url)`` (0: none to
-        read)."""
-        if lock_count == 0:
-            return
-        above = self.lock_roots(url)
+        commit, in this process or another, so no write marker is needed."""
+        root = rows.normalize_root(url)
+        above = _ancestors(root)
         found = self.storage.locks_in(transaction, above)
-        _raise_put_conflicts(found, above[0], above, token_list, principal, new_member)
+        _raise_put_conflicts(found, root, above, token_list, principal, new_member)
 
     def get_indirect_url_lock_list(
         self, url: str, *, principal: str | None = None

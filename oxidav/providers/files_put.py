@@ -22,11 +22,10 @@ A body declared longer than ``ONE_TRANSACTION_MAX`` (or of unknown length) takes
 in this order (``_Put.checked_first``): nothing is read before a 412 or 423, and the write
 stays marked in WsgiDAV's lock manager until step 4 has committed. A smaller one — most PUTs —
 is read first, and steps 1 and 4 share one transaction (``_Put.in_one_transaction``): the nodes
-the checks look at are the rows the write reads anyway, and the locks are read inside it too
-(on SQLite counted by that same read, and read only when there are any), so no other
-request or process can lock or change the target between the check and the commit. (A
-refused small body was still ingested: kept in memory when it is one inline chunk, else
-written to the store as unreferenced chunks that gc collects.)
+the checks look at are the rows the write reads anyway, and the locks are read inside it too,
+so no other request or process can lock or change the target between the check and the
+commit. (A refused small body was still ingested: kept in memory when it is one inline chunk,
+else written to the store as unreferenced chunks that gc collects.)
 
 Nothing is created before step 4, so a failure at any point leaves the previous version — or
 no file at all, never an empty placeholder.
@@ -225,23 +224,18 @@ class _Put:
         the checks need are the ones the write reads (``read_write_context``), and the locks
         are read in the same transaction (``DbLockManager.check_put_in``)."""
         target, environ = self.target, self.environ
-        lock_manager: DbLockManager = self.provider.lock_manager
-        url = self.provider.ref_url(target, False)
         stored = _ingest(self.backend, environ, length)
         with self.backend.db.write_core() as transaction:
-            context = read_write_context(
-                transaction, target.user_id, target.tree_path, lock_manager.lock_roots(url)
-            )
+            context = read_write_context(transaction, target.user_id, target.tree_path)
             paths = [target.tree_path, parent_path(target.tree_path)]
             self.backend.remember(environ, target.user_id, paths, context.found)
             checked = self.check()
-            lock_manager.check_put_in(
+            self.provider.lock_manager.check_put_in(
                 transaction,
-                url=url,
+                url=self.provider.ref_url(target, False),
                 token_list=environ["wsgidav.ifLockTokenList"],
                 principal=environ["wsgidav.user_name"],
                 new_member=checked.res is None,
-                lock_count=context.lock_count,
             )
             return self.write(transaction, stored, checked, context)
 

@@ -11,17 +11,15 @@ here, under the tree lock, so a concurrent writer cannot slip in between.
 from __future__ import annotations
 
 import mimetypes
-import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, func, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from oxidav.db import Transaction, core, utcnow
-from oxidav.db.models.tree import DavLock, Node
+from oxidav.db.models.tree import Node
 from oxidav.db.prepared import Prepared
 from oxidav.tree.errors import AlreadyExists, Conflict, IsAFolder, PreconditionFailed
 from oxidav.tree.names import base_name, parent_path
@@ -61,29 +59,13 @@ _INSERT = Prepared(insert(Node).returning(*NODE_COLUMNS))
 _UPDATE = Prepared(update(Node).where(Node.id == bindparam("node_id")).returning(*NODE_COLUMNS))
 #: What a file write reads, in one statement: the root (its size is the used bytes), the
 #: parent and the target, each row also carrying the user's own quota setting.
-_CONTEXT_WHERE = (
-    Node.user_id == bindparam("user_id"),
-    Node.trashed_at.is_(None),
-    Node.path.in_([bindparam("root"), bindparam("parent"), bindparam("path")]),
+_WRITE_CONTEXT = Prepared(
+    select(*NODE_COLUMNS, OWN_LIMIT_COLUMN).where(
+        Node.user_id == bindparam("user_id"),
+        Node.trashed_at.is_(None),
+        Node.path.in_([bindparam("root"), bindparam("parent"), bindparam("path")]),
+    )
 )
-_WRITE_CONTEXT = Prepared(select(*NODE_COLUMNS, OWN_LIMIT_COLUMN).where(*_CONTEXT_WHERE))
-#: The same, each row also carrying how many DAV locks are rooted at ``:lock_root0`` … (one
-#: statement per number of roots, built on first use): a PUT's lock check in the same read.
-#: Up to this many roots (a URL this deep); deeper ones leave the locks uncounted.
-LOCK_COUNT_ROOTS_MAX = 32
-_counting_locks: dict[int, Prepared] = {}
-_counting_locks_lock = threading.Lock()
-
-
-def _write_context_counting_locks(count: int) -> Prepared:
-    found = _counting_locks.get(count)
-    if found is None:
-        roots = [bindparam(f"lock_root{i}", type_=String()) for i in range(count)]
-        locks = select(func.count()).where(DavLock.root.in_(roots)).scalar_subquery()
-        statement = select(*NODE_COLUMNS, OWN_LIMIT_COLUMN, locks).where(*_CONTEXT_WHERE)
-        with _counting_locks_lock:
-            found = _counting_locks.setdefault(count, Prepared(statement))
-    return found
 
 
 @dataclass(frozen=True)
@@ -95,38 +77,24 @@ class WriteContext:
     root: NodeInfo
     found: dict[str, NodeInfo]
     own_limit: int | None
-    #: How many DAV locks are rooted at the ``lock_roots`` asked for (expired ones included);
-    #: None when not asked, or not counted here (PostgreSQL: ``read_write_context``).
-    lock_count: int | None = None
 
 
-def read_write_context(
-    session: Transaction, user_id: int, path: str, lock_roots: Sequence[str] = ()
-) -> WriteContext:
+def read_write_context(session: Transaction, user_id: int, path: str) -> WriteContext:
     """Take the tree write lock and read the ``WriteContext`` of a write to ``path``. On
     SQLite the write transaction already holds the database's write lock (``BEGIN
-    IMMEDIATE``), so one statement reads all of it — with ``lock_roots``, the count of DAV
-    locks rooted there too, which no one can change before this transaction ends. On
-    PostgreSQL the root row is locked first (``lock_tree``: every writer locks root first),
-    and locks are not counted here (their check takes its own lock first)."""
+    IMMEDIATE``), so one statement reads all of it; on PostgreSQL the root row is locked first
+    (``lock_tree``: every writer locks root first)."""
     connection = core(session)
-    sqlite = connection.dialect.name == "sqlite"
-    if not sqlite:
+    if connection.dialect.name != "sqlite":
         lock_tree(session, user_id)
     params = {"user_id": user_id, "root": "", "parent": parent_path(path), "path": path}
-    statement = _WRITE_CONTEXT
-    if sqlite and 0 < len(lock_roots) <= LOCK_COUNT_ROOTS_MAX:
-        statement = _write_context_counting_locks(len(lock_roots))
-        params.update((f"lock_root{i}", root) for i, root in enumerate(lock_roots))
-    rows = statement.run(connection, params).rows
+    rows = _WRITE_CONTEXT.run(connection, params).rows
     if not any(row[4] == "" for row in rows):  # no root yet: lock_tree creates it
         lock_tree(session, user_id)
-        rows = statement.run(connection, params).rows
-    width = len(NODE_COLUMNS)
-    found = {row[4]: NodeInfo.from_row(row[:width]) for row in rows}
-    own_limit: Any = rows[0][width]
-    lock_count = int(rows[0][width + 1]) if statement is not _WRITE_CONTEXT else None
-    return WriteContext(found[""], found, own_limit, lock_count)
+        rows = _WRITE_CONTEXT.run(connection, params).rows
+    found = {row[4]: NodeInfo.from_row(row[:-1]) for row in rows}
+    own_limit: Any = rows[0][-1]
+    return WriteContext(found[""], found, own_limit)
 
 
 def insert_node(session: Transaction, values: dict[str, object]) -> NodeInfo:

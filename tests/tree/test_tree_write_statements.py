@@ -116,28 +116,3 @@ def test_a_write_rolls_up_into_every_ancestor_at_any_depth(
             after = resolve(session, user, path)
             assert before is not None and after is not None
             assert after.etag != before.etag and after.size == before.size + 7
-
-
-def test_the_combined_read_counts_the_locks_asked_for_on_sqlite(
-    database: Database, user: int, refs: CountingRefs
-) -> None:
-    """``read_write_context(lock_roots=…)``: on SQLite the same statement counts the DAV locks
-    rooted there (a PUT's lock check costs no statement when there are none); PostgreSQL
-    leaves them to the check, which takes its own lock first."""
-    from oxidav.providers.files_locks import DbLockStorage
-    from oxidav.tree import read_write_context
-
-    roots = ["/files/u/a.txt", "/files/u", "/files", "/"]
-    with statements(database) as seen, database.write() as session:
-        before = read_write_context(session, user, "/a.txt", roots)
-    selects = [s for s in seen if s.startswith("SELECT")]
-    if not database.is_sqlite:
-        assert before.lock_count is None
-        return
-    assert before.lock_count == 0 and len(selects) == 1 and "dav_locks" in selects[0]
-    lock = {"type": "write", "scope": "exclusive", "depth": "0", "owner": b"<o/>"}
-    DbLockStorage(database).create("/files/u", {**lock, "timeout": 60, "principal": "u"})
-    DbLockStorage(database).create("/elsewhere", {**lock, "timeout": 60, "principal": "u"})
-    with database.write() as session:
-        assert read_write_context(session, user, "/a.txt", roots).lock_count == 1
-        assert read_write_context(session, user, "/a.txt").lock_count is None
