@@ -17,6 +17,7 @@ from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest
+from oxidav.db.models.tree import DavLock
 from oxidav.db.models.users import User
 from oxidav.db.prepared import PreparedRead
 from oxidav.providers.files_locks import DbLockStorage
@@ -121,6 +122,20 @@ def test_locked_targets_and_parents_refuse_a_put_without_the_token(
     _lock(live_server, "/deep/", depth="infinity")
     assert live_server.request("PUT", url("/deep/er/x.txt"), member).status == 423
     assert live_server.request("GET", url("/deep/er/x.txt")).status == 404
+
+
+@BODY_SIZES
+def test_an_expired_lock_does_not_refuse_a_put(live_server: LiveServer, size: int) -> None:
+    """A PUT that finds lock rows at its URL reads them; one that has expired conflicts no
+    more (``expire`` in the past)."""
+    assert live_server.services is not None
+    assert live_server.request("PUT", url("/x.txt"), _body(size, b"old")).status == 201
+    _lock(live_server, "/x.txt")
+    assert live_server.request("PUT", url("/x.txt"), _body(size, b"locked")).status == 423
+    with live_server.services.db.write() as session:
+        session.execute(update(DavLock).values(expire=1.0))
+    assert live_server.request("PUT", url("/x.txt"), _body(size, b"new")).status == 204
+    assert live_server.request("GET", url("/x.txt")).body == _body(size, b"new")
 
 
 @BODY_SIZES
