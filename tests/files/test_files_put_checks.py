@@ -126,8 +126,8 @@ def test_locked_targets_and_parents_refuse_a_put_without_the_token(
 
 @BODY_SIZES
 def test_an_expired_lock_does_not_refuse_a_put(live_server: LiveServer, size: int) -> None:
-    """A PUT that finds lock rows at its URL reads them; one that has expired conflicts no
-    more (``expire`` in the past)."""
+    """A lock refuses a PUT without its token (423) only while it lasts: once its ``expire``
+    is in the past, the same PUT replaces the content (204)."""
     assert live_server.services is not None
     assert live_server.request("PUT", url("/x.txt"), _body(size, b"old")).status == 201
     _lock(live_server, "/x.txt")
