@@ -1,4 +1,4 @@
-"""cheroot connections whose responses go straight to the socket (``DirectWriteConnection``),
+"""cheroot connections that read and write the socket directly (``DirectSocketConnection``),
 and the gateway that sends ``FileRegion`` body pieces with ``sendfile`` (``BufferGateway``).
 
 cheroot writes responses through ``cheroot.makefile.BufferedWriter``, a ``_pyio`` writer that
@@ -8,7 +8,9 @@ Python before the kernel's own copy (``perf``: 8 % of a 512 MiB GET in ``memmove
 ``SocketWriter`` hands each piece to ``socket.sendall`` as it is; it buffers nothing, so there
 is nothing to flush, and counts ``bytes_written`` as cheroot's statistics expect.
 
-Only plain-TCP connections get it: a TLS adapter brings its own ``makefile`` and keeps it.
+Requests are read by ``oxidav.http_reader.SocketReader`` instead of cheroot's ``_pyio``
+reader, for the same reason. Only plain-TCP connections get either: a TLS adapter brings its
+own ``makefile`` and keeps it.
 
 WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A file served from
 a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
@@ -28,6 +30,7 @@ from cheroot.server import HTTPConnection
 from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
+from oxidav.http_reader import SocketReader
 
 #: Set in the environ when the server takes ``FileRegion`` body pieces.
 SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
@@ -63,12 +66,14 @@ class SocketWriter:
         """The connection closes the socket."""
 
 
-class DirectWriteConnection(HTTPConnection):
-    """cheroot's ``HTTPConnection`` with a ``SocketWriter`` on plain TCP."""
+class DirectSocketConnection(HTTPConnection):
+    """cheroot's ``HTTPConnection`` with a ``SocketReader`` and a ``SocketWriter`` on plain
+    TCP."""
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
         if makefile is MakeFile:
+            self.rfile = SocketReader(sock)
             self.wfile = SocketWriter(sock)
 
 
@@ -117,4 +122,4 @@ class BufferGateway(Gateway_10):
         writer.send_region(region)
 
 
-__all__ = ["SENDS_FILE_REGIONS", "BufferGateway", "DirectWriteConnection", "SocketWriter"]
+__all__ = ["SENDS_FILE_REGIONS", "BufferGateway", "DirectSocketConnection", "SocketWriter"]

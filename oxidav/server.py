@@ -13,7 +13,7 @@ from cheroot import wsgi
 
 from oxidav.app import make_app
 from oxidav.bootstrap import prepare
-from oxidav.http_connection import BufferGateway, DirectWriteConnection
+from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.services import Services
 from oxidav.settings import Settings
 
@@ -39,7 +39,7 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
         timeout=60,
         request_queue_size=64,
     )
-    server.ConnectionClass = DirectWriteConnection
+    server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
     return server
 

@@ -1,14 +1,16 @@
 """A PUT's request body as a file object with ``readinto``, reading no byte past its length.
 
 The blob ingest fills FastCDC's buffer with ``readinto``. Under cheroot, ``wsgi.input`` is a
-``KnownLengthRFile`` over a pure-Python ``_pyio.BufferedReader`` of the socket: its ``read(n)``
-allocates a buffer, receives into it, copies it into ``bytes``, joins the pieces and slices the
-result — three or four copies of every body byte before the ingest copies it once more into
-its own buffer. ``SocketBody`` receives straight into the caller's buffer instead (whatever the
-reader had already buffered is handed over first) and keeps cheroot's bookkeeping (bytes left
-of the body, bytes read on the connection) exact, so keep-alive and the rest of the request
-work as before. Any other ``wsgi.input`` (a chunked body, a checksum-verifying wrapper, a test
-harness) goes through ``StreamBody``: ``read`` bounded by the length, copied into the buffer.
+``KnownLengthRFile`` over the connection's reader, whose ``read(n)`` makes ``bytes`` the
+ingest then copies once more into its own buffer (cheroot's own ``_pyio.BufferedReader``
+allocates, receives, copies, joins and slices: three or four copies of every body byte).
+``SocketBody`` receives straight into the caller's buffer instead (whatever the reader had
+already buffered is handed over first): through ``SocketReader.readinto`` on oxidav's own
+connections, through the ``_pyio`` reader's buffer and raw socket otherwise (TLS). It keeps
+cheroot's bookkeeping (bytes left of the body, bytes read on the connection) exact, so
+keep-alive and the rest of the request work as before. Any other ``wsgi.input`` (a chunked
+body, a checksum-verifying wrapper, a test harness) goes through ``StreamBody``: ``read``
+bounded by the length, copied into the buffer.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from cheroot.server import KnownLengthRFile
+
+from oxidav.http_reader import SocketReader
 
 #: The largest single ``read`` of ``StreamBody`` (a chunked body or a wrapped stream).
 READ_BLOCK = 256 * 1024
@@ -71,9 +75,13 @@ class SocketBody(StreamBody):
         if type(stream) is not KnownLengthRFile:
             return False
         reader = getattr(stream, "rfile", None)
+        if not isinstance(getattr(stream, "remaining", None), int):
+            return False
+        if isinstance(reader, SocketReader):
+            return True
         return all(
             hasattr(reader, name) for name in ("_read_buf", "_read_pos", "raw", "bytes_read")
-        ) and isinstance(getattr(stream, "remaining", None), int)
+        )
 
     def readinto(self, buffer: memoryview | bytearray) -> int:
         known, reader = self._known, self._reader
@@ -83,6 +91,18 @@ class SocketBody(StreamBody):
         if want <= 0:
             return 0
         view = memoryview(buffer)
+        if isinstance(reader, SocketReader):
+            n = reader.readinto(view[:want])  # counts its own bytes_read
+        else:
+            n = self._readinto_pyio(reader, view, want)
+        known.remaining -= n
+        if self._remaining is not None:
+            self._remaining -= n
+        return n
+
+    @staticmethod
+    def _readinto_pyio(reader: Any, view: memoryview, want: int) -> int:
+        """cheroot's ``_pyio`` reader: its buffer first, else its raw socket."""
         pending: int = len(reader._read_buf) - reader._read_pos
         if pending > 0:
             n = min(want, pending)
@@ -91,10 +111,7 @@ class SocketBody(StreamBody):
             reader._read_pos = start + n
         else:
             n = int(reader.raw.readinto(view[:want]) or 0)
-        known.remaining -= n
         reader.bytes_read += n
-        if self._remaining is not None:
-            self._remaining -= n
         return n
 
 

@@ -1,4 +1,4 @@
-"""Responses written straight to the socket (``DirectWriteConnection``), over real HTTP: large
+"""Responses written straight to the socket (``DirectSocketConnection``), over real HTTP: large
 bodies byte-equal, keep-alive across GET, HEAD, ranges and chunked replies, and clients that go
 away mid-GET do not hold the server's threads; ``memoryview`` bodies only through oxidav's own
 gateway (SQLite + PG)."""
