@@ -12,6 +12,13 @@ Requests are read by ``oxidav.http_reader.SocketReader`` instead of cheroot's ``
 reader, for the same reason. Only plain-TCP connections get either: a TLS adapter brings its
 own ``makefile`` and keeps it.
 
+A keep-alive connection goes back to cheroot's selector after each response; its next request
+then wakes the selector's thread, which queues the connection, which wakes a worker: two thread
+hand-offs and two ``epoll_ctl`` calls between a client's back-to-back requests. When no other
+connection waits for a worker, the worker that answered waits up to ``KEEPALIVE_LINGER_MS`` on
+the connection itself and serves its next request directly (plain TCP only). The wait blocks in
+``poll``: it costs the thread, not CPU, and the server has far more threads than cores.
+
 WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A file served from
 a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
 of every byte through the process, ``sendfile(2)`` hands the file's page-cache pages to the
@@ -22,6 +29,7 @@ under any other WSGI server yields ``bytes`` as before.
 
 from __future__ import annotations
 
+import select
 import socket
 from typing import Any
 
@@ -32,6 +40,9 @@ from cheroot.wsgi import Gateway_10
 from oxidav.blobs.regions import FileRegion
 from oxidav.http_reader import SocketReader
 
+#: After a keep-alive response, how long (ms) the worker waits on the connection for its next
+#: request before handing it back to cheroot's selector.
+KEEPALIVE_LINGER_MS = 2
 #: Set in the environ when the server takes ``FileRegion`` body pieces.
 SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
@@ -68,13 +79,35 @@ class SocketWriter:
 
 class DirectSocketConnection(HTTPConnection):
     """cheroot's ``HTTPConnection`` with a ``SocketReader`` and a ``SocketWriter`` on plain
-    TCP."""
+    TCP, whose worker stays for the next request of a busy keep-alive connection."""
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
+        self._next_request: select.poll | None = None
         if makefile is MakeFile:
             self.rfile = SocketReader(sock)
             self.wfile = SocketWriter(sock)
+            self._next_request = select.poll()
+            self._next_request.register(sock.fileno(), select.POLLIN)
+
+    def communicate(self) -> bool:
+        """cheroot's ``communicate`` (one request; True: keep the connection), repeated while
+        the next request is already here or arrives within ``KEEPALIVE_LINGER_MS``."""
+        while True:
+            keep_open: bool = super().communicate()  # type: ignore[no-untyped-call]
+            if not keep_open or not self._next_request_soon():
+                return keep_open
+
+    def _next_request_soon(self) -> bool:
+        """Whether this worker should serve the connection's next request itself: not while
+        the server stops or other connections wait for a worker, and only if the request is
+        buffered or comes within the linger."""
+        server = self.server
+        if self._next_request is None or not server.ready or server.requests.qsize:
+            return False
+        if self.rfile.has_data():
+            return True
+        return bool(self._next_request.poll(KEEPALIVE_LINGER_MS))
 
 
 class BufferGateway(Gateway_10):
