@@ -12,6 +12,9 @@ writing small files, those sleeps cost more than the writes. The writers of one 
 therefore first queue on a process-wide mutex (woken the moment the previous writer commits);
 the busy timeout still arbitrates between processes.
 
+On SQLite each thread also keeps one connection for single reads and one for ``write_core``
+transactions (``_PerThread``), detached from the pool.
+
 ``core(session)`` is the session's connection for pre-built Core statements: the hot paths
 (tree reads and writes, lock checks) build their statements once at import and execute them
 with parameters, skipping per-call statement construction and the ORM execution layer.
@@ -22,9 +25,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -56,7 +59,7 @@ def _configure_sqlite(engine: Engine) -> None:
         # Straight to the driver: a statement through SQLAlchemy costs more than the BEGIN, and
         # every request opens several transactions. Errors keep SQLAlchemy's wrapping.
         try:
-            conn.connection.driver_connection.execute(statement)
+            conn.connection.dbapi_connection.execute(statement)
         except sqlite3.Error as exc:
             raise OperationalError(statement, None, exc) from exc
 
@@ -103,59 +106,83 @@ class _WriterQueue:
             self._lock.release()
 
 
+_Held = TypeVar("_Held")
 #: Page cache of each thread's read connection (SQLite's default is 2000 KiB).
 READER_CACHE_KIB = 256
 
 
-class _ThreadReaders:
-    """SQLite driver connections for single statements outside any transaction
-    (``PreparedRead``): one per thread, kept open. A checkout from the pool and its return cost
-    more than the read they serve (a GET reads one row; ~20 µs of the pool's own Python
-    against ~25 µs for SQLite to find and return the row). A connection is taken from the
-    engine and detached from its pool, so the engine's ``connect`` hook configured it; it reads
-    in autocommit (the driver's transaction handling is off), so each statement sees what is
-    committed when it starts and holds no snapshot afterwards. Each has a small page cache
-    (``READER_CACHE_KIB``). The connections of threads that have ended are closed when the next
-    one is opened; ``close`` closes them all."""
+class _PerThread(Generic[_Held]):
+    """One object per thread, kept open across requests (SQLite connections, made by
+    ``open``): a checkout from the pool and its return cost more than the short statements
+    they serve. The objects of threads that have ended are closed when the next one is opened;
+    ``close`` closes them all, and a thread that asks again gets a new one."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, open_one: Callable[[], _Held], close_one: Callable[[_Held], None]) -> None:
+        self._open_one = open_one
+        self._close_one = close_one
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._open: list[tuple[weakref.ref[threading.Thread], Any]] = []
+        self._open: list[tuple[weakref.ref[threading.Thread], _Held]] = []
         self._generation = 0
 
-    def connection(self) -> Any:
-        """This thread's connection (opened on first use, and again after ``close``)."""
-        held: tuple[int, Any] | None = getattr(self._local, "held", None)
+    def get(self) -> _Held:
+        """This thread's object (opened on first use, and again after ``close``)."""
+        held: tuple[int, _Held] | None = getattr(self._local, "held", None)
         if held is not None and held[0] == self._generation:
             return held[1]
-        fairy = self._engine.raw_connection()
-        fairy.detach()
-        connection: Any = fairy.dbapi_connection
-        # A thread per request slot keeps one: a small page cache each (the OS caches the
-        # file; a read touches a few index pages).
-        connection.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
+        made = self._open_one()
         with self._lock:
             live = []
             for owner, other in self._open:
                 thread = owner()
                 if thread is None or not thread.is_alive():
-                    other.close()
+                    self._close_one(other)
                 else:
                     live.append((owner, other))
-            live.append((weakref.ref(threading.current_thread()), connection))
+            live.append((weakref.ref(threading.current_thread()), made))
             self._open = live
-            self._local.held = (self._generation, connection)
-        return connection
+            self._local.held = (self._generation, made)
+        return made
+
+    def discard(self) -> None:
+        """Close this thread's object (it is broken); the next ``get`` opens a new one."""
+        held: tuple[int, _Held] | None = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is None:
+            return
+        with self._lock:
+            self._open = [(owner, other) for owner, other in self._open if other is not held[1]]
+        self._close_one(held[1])
 
     def close(self) -> None:
-        """Close every thread's connection; a thread that reads again opens a new one."""
         with self._lock:
             self._generation += 1
-            for _owner, connection in self._open:
-                connection.close()
+            for _owner, made in self._open:
+                self._close_one(made)
             self._open = []
+
+
+def _open_reader(engine: Engine) -> Any:
+    """A SQLite driver connection for single statements outside any transaction
+    (``PreparedRead``): taken from the engine and detached from its pool, so the engine's
+    ``connect`` hook configured it; it reads in autocommit (the driver's transaction handling
+    is off), so each statement sees what is committed when it starts and holds no snapshot
+    afterwards. A read touches a few index pages and the OS caches the file: a thread per
+    request slot keeps one, each with a small page cache (``READER_CACHE_KIB``)."""
+    fairy = engine.raw_connection()
+    fairy.detach()
+    connection: Any = fairy.dbapi_connection
+    connection.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
+    return connection
+
+
+def _open_writer(write_bind: Engine) -> Connection:
+    """A ``Connection`` for SQLite write transactions (``BEGIN IMMEDIATE`` through the
+    engine's ``begin`` hook), detached from the pool: every thread of the server keeps one, and
+    the pool is smaller than the thread count."""
+    connection = write_bind.connect()
+    connection.connection.detach()
+    return connection
 
 
 #: A write transaction's handle: an ORM ``Session`` (``Database.write``) or a Core
@@ -188,7 +215,11 @@ class Database:
         self._writer: AbstractContextManager[Any] = (
             _WriterQueue() if self.is_sqlite else nullcontext()
         )
-        self._readers = _ThreadReaders(engine) if self.is_sqlite else None
+        self._readers: _PerThread[Any] | None = None
+        self._writers: _PerThread[Connection] | None = None
+        if self.is_sqlite:
+            self._readers = _PerThread(lambda: _open_reader(engine), lambda c: c.close())
+            self._writers = _PerThread(lambda: _open_writer(write_bind), lambda c: c.close())
 
     @classmethod
     def from_url(cls, url: str | URL) -> Database:
@@ -213,9 +244,23 @@ class Database:
     def write_core(self) -> Iterator[Connection]:
         """``write()`` for Core statements only: the same write transaction (queued, ``BEGIN
         IMMEDIATE`` on SQLite), on a plain ``Connection`` — no ORM session to build and tear
-        down (a small PUT's chunk claim is one statement)."""
-        with self._writer, self._write_bind.begin() as connection:
-            yield connection
+        down (a small PUT's chunk claim is one statement). On SQLite each thread keeps its
+        ``Connection`` (``_PerThread``): making one and the pool's checkout and return cost
+        ~20 µs, as much as a small transaction's own work. A nested write in the same thread
+        gets a fresh one, and one left broken by a failed rollback is replaced."""
+        with self._writer:
+            kept = self._writers.get() if self._writers is not None else None
+            if kept is None or kept.in_transaction():  # PostgreSQL, or a nested write
+                with self._write_bind.begin() as connection:
+                    yield connection
+                return
+            try:
+                with kept.begin():
+                    yield kept
+            except BaseException:
+                if kept.invalidated or kept.in_transaction():
+                    self._writers.discard()  # type: ignore[union-attr]
+                raise
 
     @contextmanager
     def single_read(self) -> Iterator[Any]:
@@ -224,7 +269,7 @@ class Database:
         PostgreSQL one from the pool (pre-ping included; the pool's reset-on-return ends the
         transaction the driver opened; a connection found broken is invalidated)."""
         if self._readers is not None:
-            yield self._readers.connection()
+            yield self._readers.get()
             return
         raw = self.engine.raw_connection()
         try:
@@ -241,6 +286,7 @@ class Database:
             raw.close()
 
     def dispose(self) -> None:
-        if self._readers is not None:
-            self._readers.close()
+        for kept in (self._readers, self._writers):
+            if kept is not None:
+                kept.close()
         self.engine.dispose()
