@@ -57,6 +57,11 @@ class Server:
                 return int(line.split()[1])
         return 0
 
+    def reset_peak(self) -> None:
+        """Set the process's VmHWM back to its VmRSS (``clear_refs`` 5, Linux), so a later
+        VmHWM is the peak of what ran in between."""
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
+
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far."""
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
