@@ -6,7 +6,6 @@ borrows a pooled connection and gives it back."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from oxidav.db import Database, core
 from oxidav.db.engine import READER_CACHE_KIB
 from oxidav.db.models.users import User
 from oxidav.db.prepared import PreparedRead
+from tests.support.threads import in_new_thread
 
 _users = User.__table__
 NAMES = PreparedRead(select(_users.c.username).where(_users.c.username == bindparam("name")))
@@ -29,14 +29,6 @@ def _add(database: Database, name: str) -> None:
 def _lent(database: Database) -> Any:
     with database.single_read() as connection:
         return connection
-
-
-def _in_thread(database: Database) -> Any:
-    lent: list[Any] = []
-    thread = threading.Thread(target=lambda: lent.append(_lent(database)))
-    thread.start()
-    thread.join()
-    return lent[0]
 
 
 def _closed(connection: Any) -> bool:
@@ -64,10 +56,10 @@ def test_sqlite_keeps_one_connection_per_thread(database: Database) -> None:
         pytest.skip("PostgreSQL reads borrow pooled connections")
     mine = _lent(database)
     assert _lent(database) is mine
-    other = _in_thread(database)
+    other = in_new_thread(lambda: _lent(database))
     assert other is not mine
     # The ended thread's connection is closed when another thread opens one.
-    third = _in_thread(database)
+    third = in_new_thread(lambda: _lent(database))
     assert _closed(other) and not _closed(third) and not _closed(mine)
     # It reads in autocommit and was configured by the engine's connect hook.
     assert mine.in_transaction is False

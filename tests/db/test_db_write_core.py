@@ -5,13 +5,12 @@ transaction is replaced; an ended thread's and a disposed database's connections
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
 from oxidav.db import Database
+from tests.support.threads import in_new_thread, run_in_threads
 
 THREADS = 8
 ROUNDS = 15
@@ -43,30 +42,12 @@ def _used(database: Database) -> Connection:
         return connection
 
 
-def _used_in_thread(database: Database) -> Connection:
-    used: list[Connection] = []
-    thread = threading.Thread(target=lambda: used.append(_used(database)))
-    thread.start()
-    thread.join()
-    return used[0]
-
-
 def test_concurrent_read_modify_write_transactions_all_land(counter: Database) -> None:
-    errors: list[BaseException] = []
-
     def worker() -> None:
-        try:
-            for _ in range(ROUNDS):
-                _bump(counter)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for _ in range(ROUNDS):
+            _bump(counter)
 
-    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(worker, THREADS) == []
     assert _count(counter) == THREADS * ROUNDS
 
 
@@ -84,10 +65,10 @@ def test_sqlite_keeps_one_write_connection_per_thread(counter: Database) -> None
         pytest.skip("PostgreSQL writes borrow pooled connections")
     mine = _used(counter)
     assert _used(counter) is mine and not mine.in_transaction()
-    other = _used_in_thread(counter)
+    other = in_new_thread(lambda: _used(counter))
     assert other is not mine
     # The ended thread's connection is closed when another thread opens one.
-    third = _used_in_thread(counter)
+    third = in_new_thread(lambda: _used(counter))
     assert other.closed and not third.closed and not mine.closed
     counter.dispose()
     assert mine.closed and third.closed

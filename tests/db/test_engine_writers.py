@@ -7,6 +7,7 @@ import threading
 from sqlalchemy import text
 
 from oxidav.db import Database, core
+from tests.support.threads import run_in_threads
 
 THREADS = 8
 ROUNDS = 15
@@ -20,27 +21,18 @@ def _make_counter(database: Database) -> None:
 
 def test_concurrent_read_modify_write_transactions_all_land(database: Database) -> None:
     _make_counter(database)
-    errors: list[BaseException] = []
 
     def worker() -> None:
-        try:
-            for _ in range(ROUNDS):
-                with database.write() as session:
-                    n = session.execute(
-                        text("SELECT n FROM counter_t WHERE id = 1 FOR UPDATE")
-                        if not database.is_sqlite
-                        else text("SELECT n FROM counter_t WHERE id = 1")
-                    ).scalar_one()
-                    session.execute(text("UPDATE counter_t SET n = :n WHERE id = 1"), {"n": n + 1})
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for _ in range(ROUNDS):
+            with database.write() as session:
+                n = session.execute(
+                    text("SELECT n FROM counter_t WHERE id = 1 FOR UPDATE")
+                    if not database.is_sqlite
+                    else text("SELECT n FROM counter_t WHERE id = 1")
+                ).scalar_one()
+                session.execute(text("UPDATE counter_t SET n = :n WHERE id = 1"), {"n": n + 1})
 
-    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(worker, THREADS) == []
     with database.read() as session:
         assert session.execute(text("SELECT n FROM counter_t")).scalar_one() == THREADS * ROUNDS
 
