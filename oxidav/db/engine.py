@@ -113,7 +113,7 @@ READER_CACHE_KIB = 256
 
 class _PerThread(Generic[_Held]):
     """One object per thread, kept open across requests (SQLite connections, made by
-    ``open``): a checkout from the pool and its return cost more than the short statements
+    ``open_one``): a checkout from the pool and its return cost more than the short statements
     they serve. The objects of threads that have ended are closed when the next one is opened;
     ``close`` closes them all, and a thread that asks again gets a new one."""
 
@@ -248,9 +248,10 @@ class Database:
         ``Connection`` (``_PerThread``): making one and the pool's checkout and return cost
         ~20 µs, as much as a small transaction's own work. A nested write in the same thread
         gets a fresh one, and one left broken by a failed rollback is replaced."""
+        writers = self._writers
         with self._writer:
-            kept = self._writers.get() if self._writers is not None else None
-            if kept is None or kept.in_transaction():  # PostgreSQL, or a nested write
+            kept = writers.get() if writers is not None else None
+            if writers is None or kept is None or kept.in_transaction():  # PG, or nested
                 with self._write_bind.begin() as connection:
                     yield connection
                 return
@@ -259,7 +260,7 @@ class Database:
                     yield kept
             except BaseException:
                 if kept.invalidated or kept.in_transaction():
-                    self._writers.discard()  # type: ignore[union-attr]
+                    writers.discard()
                 raise
 
     @contextmanager
