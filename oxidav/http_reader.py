@@ -93,13 +93,9 @@ class SocketReader:
             return self._take(min(len(self._buf), self._pos + size))
         out = bytearray(size)
         view = memoryview(out)
-        got = self.readinto(view)
-        while got and got < size:
-            received = self._sock.recv_into(view[got:])
-            if not received:
-                break
+        got = 0
+        while got < size and (received := self.readinto(view[got:])):
             got += received
-            self.bytes_read += received
         del view
         del out[got:]
         return bytes(out)
