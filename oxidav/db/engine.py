@@ -37,6 +37,9 @@ from sqlalchemy.pool import NullPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _IMMEDIATE = "oxidav_begin_immediate"
+#: The PostgreSQL driver oxidav installs (``psycopg2-binary``). A URL that names no driver gets
+#: it: SQLAlchemy 2.1 made ``postgresql://`` mean psycopg 3, which oxidav does not install.
+POSTGRES_DRIVER = "postgresql+psycopg2"
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -64,6 +67,16 @@ def _configure_sqlite(engine: Engine) -> None:
             raise OperationalError(statement, None, exc) from exc
 
 
+def database_url(url: str | URL) -> URL:
+    """``url`` parsed, with oxidav's PostgreSQL driver when it names none: ``postgresql://``
+    and ``postgres://`` (the spelling of many hosting providers) mean ``postgresql+psycopg2://``.
+    A URL that names a driver keeps it."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        return parsed.set(drivername=POSTGRES_DRIVER)
+    return parsed
+
+
 def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
     """Create an engine for ``url`` with oxidav's connection settings.
 
@@ -71,7 +84,7 @@ def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
     database is refused because every connection would see a different, empty database.
     PostgreSQL gets a bounded pool with pre-ping, so a restarted database server is survived.
     """
-    parsed = make_url(url)
+    parsed = database_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database in (None, "", ":memory:"):
             raise ValueError("oxidav needs a file-backed SQLite database, not :memory:")
