@@ -28,12 +28,18 @@ which move ±5 % from run to run with the machine.
 copy of the working tree with only one's own files put back to their committed text), and
 ``--after-src DIR`` runs AFTER from such a folder (a snapshot of the working tree), so one
 change is measured while others are still uncommitted and changing in the same checkout.
+
+``--pg ADMIN_URL`` runs BEFORE and AFTER on PostgreSQL instead of SQLite: each gets a new
+database per round (created through ``ADMIN_URL``, e.g. ``postgresql://postgres@127.0.0.1/
+postgres``, and dropped at the end).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
 import statistics
 import subprocess
 import sys
@@ -42,9 +48,12 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
+
 from bench import files_large, files_put
 from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
 from bench._revisions import export_revision
+from oxidav.db.engine import database_url
 
 #: The revision the speed work started from.
 BEFORE_REV = "18fa247ee377bc0a9f566283423a7395069f15cc"
@@ -63,6 +72,10 @@ DECIDING = {
 Factory = Callable[[], AbstractContextManager[Server]]
 #: AFTER's source folder (``--after-src``); None: the working tree.
 after_src: Path | None = None
+#: ``--pg``: the PostgreSQL server's admin URL; None: SQLite.
+pg_admin: str | None = None
+#: The databases this run created (dropped at the end).
+pg_databases: list[str] = []
 
 
 def add_alice(env: dict[str, str], source: Path | None) -> None:
@@ -75,13 +88,38 @@ def add_alice(env: dict[str, str], source: Path | None) -> None:
     )
 
 
+def _pg_admin(statement: str) -> None:
+    assert pg_admin is not None
+    engine = create_engine(database_url(pg_admin), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def fresh_pg_database(tag: str) -> str:
+    """The URL of a new, empty PostgreSQL database (``--pg``)."""
+    assert pg_admin is not None
+    name = f"oxidav_gate_{os.getpid()}_{tag}".lower().replace("-", "_")
+    _pg_admin(f'CREATE DATABASE "{name}"')
+    pg_databases.append(name)
+    return database_url(pg_admin).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_databases() -> None:
+    while pg_databases:
+        _pg_admin(f'DROP DATABASE IF EXISTS "{pg_databases.pop()}" WITH (FORCE)')
+
+
 def contenders(tmp: Path, before_src: Path, tag: str) -> dict[str, Factory]:
     """Factories of the three servers, each with its own fresh data."""
     fs_root = tmp / f"fs-{tag}"
     fs_root.mkdir()
     made: dict[str, Factory] = {"FilesystemProvider": lambda: filesystem_server(fs_root)}
     for name, source in (("BEFORE", before_src), ("AFTER", after_src)):
-        env = oxidav_env(tmp / f"{name}-{tag}")
+        db_url = fresh_pg_database(f"{name}_{tag}") if pg_admin else None
+        env = oxidav_env(tmp / f"{name}-{tag}", db_url)
         add_alice(env, source)
         made[name] = functools.partial(oxidav_server, env, source, name)
     return made
@@ -177,13 +215,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--decide", action="append", help="a figure that decides the verdict (default: all)"
     )
+    parser.add_argument("--pg", metavar="ADMIN_URL", help="run BEFORE and AFTER on PostgreSQL")
     args = parser.parse_args(argv)
     unknown = set(args.decide or ()) - set(DECIDING[args.workload])
     if unknown:
         parser.error(f"--decide: {args.workload} has no figure {', '.join(sorted(unknown))}")
-    global after_src
+    global after_src, pg_admin
     after_src = None if args.after_src is None else args.after_src.resolve()
-    with tempfile.TemporaryDirectory() as name:
+    pg_admin = args.pg
+    with tempfile.TemporaryDirectory() as name, contextlib.ExitStack() as cleanup:
+        cleanup.callback(drop_pg_databases)
         tmp = Path(name)
         if args.before_src is not None:
             before_src = args.before_src.resolve()

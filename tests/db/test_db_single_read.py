@@ -81,3 +81,32 @@ def test_postgresql_returns_the_borrowed_connection(database: Database) -> None:
     for _ in range(5):
         NAMES.rows(database, {"name": "x"})
     assert pool.checkedout() == checked_out == 0  # type: ignore[attr-defined]
+
+
+def test_postgresql_reads_outside_a_transaction_and_lends_the_connection_back_unchanged(
+    database: Database,
+) -> None:
+    if database.is_sqlite:
+        pytest.skip("SQLite threads keep their own read connection")
+    from psycopg2 import extensions
+
+    with database.single_read() as raw:
+        driver = raw.driver_connection
+        cursor = raw.cursor()
+        cursor.execute("SELECT 1")
+        assert cursor.fetchall() == [(1,)]
+        cursor.close()
+        # The statement was its own transaction: none is open after it (no BEGIN was sent
+        # before it, and no ROLLBACK is needed when the pool takes the connection back).
+        assert driver.get_transaction_status() == extensions.TRANSACTION_STATUS_IDLE
+    assert driver.autocommit is False  # back in the pool as every other user expects it
+
+    # A failing read leaves no aborted transaction behind either.
+    with pytest.raises(Exception, match="no_such_table"), database.single_read() as raw:
+        driver = raw.driver_connection
+        cursor = raw.cursor()
+        cursor.execute("SELECT * FROM no_such_table")
+    assert driver.get_transaction_status() == extensions.TRANSACTION_STATUS_IDLE
+    assert driver.autocommit is False
+    _add(database, "erin")
+    assert NAMES.rows(database, {"name": "erin"}) == [("erin",)]
