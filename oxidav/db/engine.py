@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -31,7 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
@@ -40,6 +41,9 @@ _IMMEDIATE = "oxidav_begin_immediate"
 #: The PostgreSQL driver oxidav installs (``psycopg2-binary``). A URL that names no driver gets
 #: it: SQLAlchemy 2.1 made ``postgresql://`` mean psycopg 3, which oxidav does not install.
 POSTGRES_DRIVER = "postgresql+psycopg2"
+#: A pooled PostgreSQL connection idle at least this long (seconds) is pinged before it is lent.
+PING_AFTER_IDLE_SECONDS = 0.5
+_IDLE_SINCE = "oxidav_idle_since"
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -82,7 +86,8 @@ def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
 
     SQLite gets WAL, foreign keys, a busy timeout and explicit transaction control; a memory
     database is refused because every connection would see a different, empty database.
-    PostgreSQL gets a bounded pool with pre-ping, so a restarted database server is survived.
+    PostgreSQL gets a bounded pool whose connections are pinged before they are lent when they
+    have sat idle (``_ping_when_idle``), so a restarted database server is survived.
     """
     parsed = database_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -95,7 +100,40 @@ def make_engine(url: str | URL, *, pool_size: int = 10) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    engine = create_engine(parsed, pool_size=pool_size, max_overflow=pool_size)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection at checkout only if it has been idle ``PING_AFTER_IDLE_SECONDS``
+    or longer (HikariCP's rule). SQLAlchemy's ``pool_pre_ping`` pings at every checkout: a
+    round trip before every request's first statement, on a connection that was answering a
+    moment ago. A failed ping is a ``DisconnectionError``: the pool drops that connection and
+    lends a fresh one (a restarted server is noticed on the first checkout after the restart).
+    A connection that breaks within the window fails its statement instead, and the pool then
+    replaces every connection it held before."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_IDLE_SINCE)
+        if since is not None and time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                raise DisconnectionError(str(exc)) from exc
+            raise
 
 
 class _WriterQueue:
@@ -280,7 +318,7 @@ class Database:
     def single_read(self) -> Iterator[Any]:
         """A driver connection for one statement outside any transaction (``oxidav.db.
         prepared.PreparedRead``): on SQLite this thread's own (``_ThreadReaders``), on
-        PostgreSQL one from the pool (pre-ping included; a connection found broken is
+        PostgreSQL one from the pool (pinged if it sat idle; a connection found broken is
         invalidated), switched to autocommit while it is lent: the statement is its own
         transaction, so the driver sends no ``BEGIN`` before it and the pool's reset-on-return
         no ``ROLLBACK`` after it — one round trip to the server instead of three."""
