@@ -6,6 +6,9 @@ checkout changes), AFTER is the working tree, and WsgiDAV's FilesystemProvider r
 so every figure is also a ratio to it. Rounds rotate the order of the servers; medians are
 reported.
 
+``propfind``: per round fresh servers holding folders of 500 and 5000 files (``files_propfind``'s
+workload: Depth:1 PROPFIND, four named properties and allprop); figures are PROPFINDs per
+second (the inverse of the median time), and every server must list the same names and lengths.
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
 byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT, a GET
@@ -21,6 +24,7 @@ others are still shown — so a change to one path is not judged on paths it doe
 which move ±5 % from run to run with the machine.
 
     python -m bench files_gate put [--rounds 3] [--files 1000] [--before REV]
+    python -m bench files_gate propfind [--rounds 3] [--before REV]
     python -m bench files_gate large [--rounds 3] [--mib 512] [--ranges 1000] [--before REV]
         [--decide "64 KiB ranges req/s"]
 
@@ -50,11 +54,12 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from bench import files_large, files_put
+from bench import files_large, files_propfind, files_put
 from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
 from bench._revisions import export_revision
 from oxidav.db.engine import database_url
 
+PROPFIND_SIZES = (500, 5000)
 #: The revision the speed work started from.
 BEFORE_REV = "18fa247ee377bc0a9f566283423a7395069f15cc"
 RSS_SLACK_MB = 5.0
@@ -67,6 +72,9 @@ INFORMATIONAL = (CPU_GET, CPU_RANGE)
 DECIDING = {
     "put": ("1 client", "8 client"),
     "large": ("PUT MB/s", "GET MB/s", "64 KiB ranges req/s"),
+    "propfind": tuple(
+        f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in files_propfind.BODIES
+    ),
 }
 
 Factory = Callable[[], AbstractContextManager[Server]]
@@ -112,15 +120,25 @@ def drop_pg_databases() -> None:
         _pg_admin(f'DROP DATABASE IF EXISTS "{pg_databases.pop()}" WITH (FORCE)')
 
 
-def contenders(tmp: Path, before_src: Path, tag: str) -> dict[str, Factory]:
-    """Factories of the three servers, each with its own fresh data."""
+def contenders(
+    tmp: Path,
+    before_src: Path,
+    tag: str,
+    fill_folder: Callable[[Path], None] | None = None,
+    fill_oxidav: Callable[[dict[str, str]], None] | None = None,
+) -> dict[str, Factory]:
+    """Factories of the three servers, each with its own fresh data (filled by ``fill_*``)."""
     fs_root = tmp / f"fs-{tag}"
     fs_root.mkdir()
+    if fill_folder is not None:
+        fill_folder(fs_root)
     made: dict[str, Factory] = {"FilesystemProvider": lambda: filesystem_server(fs_root)}
     for name, source in (("BEFORE", before_src), ("AFTER", after_src)):
         db_url = fresh_pg_database(f"{name}_{tag}") if pg_admin else None
         env = oxidav_env(tmp / f"{name}-{tag}", db_url)
         add_alice(env, source)
+        if fill_oxidav is not None:
+            fill_oxidav(env)
         made[name] = functools.partial(oxidav_server, env, source, name)
     return made
 
@@ -178,6 +196,38 @@ def run_large(
     return result
 
 
+def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str, float]]:
+    sizes = list(PROPFIND_SIZES)
+    figures: dict[str, dict[str, list[float]]] = {}
+    for round_no in range(rounds):
+        factories = contenders(
+            tmp,
+            before_src,
+            f"propfind{round_no}",
+            lambda root: files_propfind.populate_filesystem(root, sizes),
+            lambda env: files_propfind.populate_oxidav(env, sizes),
+        )
+        answers: dict[str, dict[int, dict[str, str]]] = {}
+        for name in rotated(list(factories), round_no):
+            with factories[name]() as server:
+                for size in sizes:
+                    for label, body in files_propfind.BODIES.items():
+                        ms, _rss, _peak, answer = files_propfind.measure(
+                            server, f"f{size}/", body, 10
+                        )
+                        key = f"PROPFIND {size} {label} /s"
+                        figures.setdefault(name, {}).setdefault(key, []).append(1000 / ms)
+                        if label == "named4":
+                            listed = files_propfind.listing(answer)
+                            lengths = {k: v for k, v in listed.items() if v}
+                            answers.setdefault(name, {})[size] = lengths
+        for size in sizes:
+            seen = [answers[name][size] for name in factories]
+            if any(other != seen[0] for other in seen) or len(seen[0]) != size:
+                raise SystemExit(f"the servers list the {size}-file folder differently")
+    return {n: {k: statistics.median(v) for k, v in m.items()} for n, m in figures.items()}
+
+
 def report(figures: dict[str, dict[str, float]], decide: list[str] | None = None) -> bool:
     fs, before, after = figures["FilesystemProvider"], figures["BEFORE"], figures["AFTER"]
     print("| figure | FilesystemProvider | BEFORE | AFTER | AFTER/BEFORE | BEFORE/FS | AFTER/FS |")
@@ -185,7 +235,7 @@ def report(figures: dict[str, dict[str, float]], decide: list[str] | None = None
     ok = True
     for key in after:
         b, a, f = before[key], after[key], fs[key]
-        digits = 3 if key == CPU_RANGE else 0
+        digits = 3 if key == CPU_RANGE else 1 if key.startswith("PROPFIND") else 0
         print(
             f"| {key} | {f:.{digits}f} | {b:.{digits}f} | {a:.{digits}f} | {a / b:.2f} "
             f"| {b / f:.2f} | {a / f:.2f} |"
@@ -204,7 +254,7 @@ def report(figures: dict[str, dict[str, float]], decide: list[str] | None = None
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench files_gate")
-    parser.add_argument("workload", choices=["put", "large"])
+    parser.add_argument("workload", choices=["put", "large", "propfind"])
     parser.add_argument("--before", default=BEFORE_REV, help="git revision of BEFORE")
     parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
     parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
@@ -234,6 +284,8 @@ def main(argv: list[str]) -> int:
             print(f"BEFORE: {args.before}")
         if args.workload == "put":
             figures = run_put(tmp, before_src, args.rounds, args.files)
+        elif args.workload == "propfind":
+            figures = run_propfind(tmp, before_src, args.rounds)
         else:
             figures = run_large(tmp, before_src, args.rounds, args.mib, args.ranges)
     ok = report(figures, args.decide)
