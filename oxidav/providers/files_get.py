@@ -17,6 +17,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from wsgidav import util
@@ -43,13 +44,28 @@ _http_dates: dict[float, str] = {}
 _date_now: tuple[int, str] = (-1, "")
 
 
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def rfc1123_date(stamp: float) -> str:
+    """``util.get_rfc1123_time(stamp)`` (``email.utils.formatdate``, GMT), the same text at a
+    quarter of the cost — a PROPFIND formats one per member. The second is the one
+    ``datetime.fromtimestamp`` rounds to, as ``formatdate``'s."""
+    d = datetime.fromtimestamp(stamp, UTC)
+    return (
+        f"{_DAYS[d.weekday()]}, {d.day:02d} {_MONTHS[d.month]} {d.year:04d} "
+        f"{d.hour:02d}:{d.minute:02d}:{d.second:02d} GMT"
+    )
+
+
 def http_date(stamp: float) -> str:
-    """``util.get_rfc1123_time(stamp)``, remembered per timestamp."""
+    """``rfc1123_date(stamp)``, remembered per timestamp."""
     found = _http_dates.get(stamp)
     if found is None:
         if len(_http_dates) >= HTTP_DATES_KEPT:
             _http_dates.clear()
-        found = _http_dates[stamp] = util.get_rfc1123_time(stamp)
+        found = _http_dates[stamp] = rfc1123_date(stamp)
     return found
 
 
@@ -59,7 +75,7 @@ def http_date_now() -> str:
     second = int(time.time())
     now = _date_now
     if now[0] != second:
-        now = _date_now = (second, util.get_rfc1123_time(second))
+        now = _date_now = (second, rfc1123_date(second))
     return now[1]
 
 

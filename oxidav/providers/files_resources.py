@@ -16,6 +16,7 @@ folder answer with the rolled-up etag, so a change inside a share reaches the ca
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -38,10 +39,10 @@ from oxidav.providers.files_props import NodeProperties, Page
 from oxidav.tree import (
     TreeError,
     copy_node,
-    list_children,
     make_folder,
     move_node,
     normalize_name,
+    read_children,
     trash_node,
     write_file,
 )
@@ -53,6 +54,8 @@ from oxidav.tree.types import NodeInfo
 #: Children fetched per keyset query.
 PAGE_SIZE = 1000
 HREF_SAFE = "/!*'(),$-_|."
+#: A name made only of characters ``quote(name, safe=HREF_SAFE)`` leaves alone.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~/!*'(),$|-]*\Z")
 
 
 class _NodeResource(NodeProperties):
@@ -60,6 +63,7 @@ class _NodeResource(NodeProperties):
 
     provider: Any
     path: str
+    name: str
     is_collection: bool
     environ: dict[str, Any]
     #: From WsgiDAV's ``_DAVResource`` (declared here for the type checker only).
@@ -286,11 +290,12 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         lock_root = lock_rows.normalize_root(self.get_ref_url())
         after: str | None = None
         while True:
-            with self.provider.backend.db.read() as session:
-                children = list_children(session, self.node.id, after=after, limit=size)
+            children = read_children(
+                self.provider.backend.db, self.node.id, after=after, limit=size
+            )
             if children:
                 page = Page(self.provider.backend, self.environ, children, lock_root, listing=True)
-                yield [self._member(child, page) for child in children]
+                yield self._members_of(children, page)
             if len(children) < size:
                 break
             after = children[-1].name
@@ -298,18 +303,39 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         if mounted:
             yield mounted
 
-    def _member(self, child: NodeInfo, page: Page) -> _NodeResource:
-        cls = FolderResource if child.is_folder else FileResource
-        target = Target(self.target.username, self.target.user_id, child.path)
+    def _members_of(self, children: list[NodeInfo], page: Page) -> list[_NodeResource]:
+        """The resources of one page of children. Built without WsgiDAV's constructor (which
+        re-derives each name from its path) and with the href made from the folder's, quoted
+        once, plus the quoted name: a 5000-file PROPFIND spent a fifth of its time here."""
         mounts = mounts_of(self.environ)
-        if (
-            child.is_folder
-            and mounts is not None
-            and self.target.user_id == mounts.user_id
-            and mounts.rolls_up(child.path)
-        ):
-            child = replace(child, etag=mounts.etag(child.etag))
-        return cls(f"{self.path.rstrip('/')}/{child.name}", self.environ, target, child, page)
+        if mounts is not None and self.target.user_id != mounts.user_id:
+            mounts = None
+        username, user_id = self.target.username, self.target.user_id
+        base = f"{self.path.rstrip('/')}/"
+        provider, environ = self.provider, self.environ
+        href_base = quote(provider.mount_path + provider.share_path + base, safe=HREF_SAFE)
+        members: list[_NodeResource] = []
+        for child in children:
+            if child.is_folder and mounts is not None and mounts.rolls_up(child.path):
+                child = replace(child, etag=mounts.etag(child.etag))
+            member: _NodeResource
+            if child.is_folder:
+                member = FolderResource.__new__(FolderResource)
+                member._members = None
+            else:
+                member = FileResource.__new__(FileResource)
+            # What WsgiDAV's _DAVResource.__init__ sets (a test compares the two).
+            member.provider = provider
+            member.path = base + child.name
+            member.is_collection = child.is_folder
+            member.environ = environ
+            member.name = child.name
+            member._bind(Target(username, user_id, child.path), child, page)
+            name = child.name
+            href = href_base + (name if _UNQUOTED.match(name) else quote(name, safe=HREF_SAFE))
+            member._href = href + "/" if child.is_folder else href
+            members.append(member)
+        return members
 
     def _mount_members(self) -> list[_NodeResource]:
         """The mount points of this folder if it is the caller's mount folder: the owners'

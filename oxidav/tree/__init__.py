@@ -26,7 +26,7 @@ from oxidav.tree.errors import (
     QuotaExceeded,
     TreeError,
 )
-from oxidav.tree.listing import count_subtree, list_children, list_subtree
+from oxidav.tree.listing import count_subtree, list_children, list_subtree, read_children
 from oxidav.tree.moves import TransferResult, copy_node, move_node
 from oxidav.tree.names import normalize_name, normalize_path
 from oxidav.tree.nodes import ensure_root, get_node, lock_tree, resolve
@@ -79,6 +79,7 @@ __all__ = [
     "purge",
     "purge_trashed_before",
     "quota_limit",
+    "read_children",
     "read_write_context",
     "release_user_content",
     "resolve",

@@ -7,10 +7,12 @@ cost of a page does not grow with its offset.
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from oxidav.db import Database
 from oxidav.db.models.tree import Node
+from oxidav.db.prepared import PreparedRead
 from oxidav.tree.names import subtree_bounds
 from oxidav.tree.nodes import select_live
 from oxidav.tree.types import NodeInfo
@@ -27,6 +29,23 @@ def list_children(
     if limit is not None:
         stmt = stmt.limit(limit)
     return [NodeInfo.from_row(row) for row in session.execute(stmt)]
+
+
+_PAGE = select_live().where(Node.parent_id == bindparam("folder_id"))
+_FIRST_PAGE = PreparedRead(_PAGE.order_by(Node.name).limit(bindparam("limit")))
+_NEXT_PAGE = PreparedRead(
+    _PAGE.where(Node.name > bindparam("after")).order_by(Node.name).limit(bindparam("limit"))
+)
+
+
+def read_children(db: Database, folder_id: int, *, after: str | None, limit: int) -> list[NodeInfo]:
+    """``list_children`` as one prepared statement outside any session (a folder listing's
+    pages): no statement built and no ORM row handling per page."""
+    if after is None:
+        rows = _FIRST_PAGE.rows(db, {"folder_id": folder_id, "limit": limit})
+    else:
+        rows = _NEXT_PAGE.rows(db, {"folder_id": folder_id, "after": after, "limit": limit})
+    return [NodeInfo(*row) for row in rows]
 
 
 def list_subtree(session: Session, user_id: int, path: str) -> list[NodeInfo]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from email.utils import formatdate
 
 import pytest
 from wsgidav import util
@@ -14,6 +15,7 @@ from oxidav.providers.files_get import (
     http_date,
     http_date_now,
     parse_ranges,
+    rfc1123_date,
 )
 from oxidav.providers.files_locks import _ancestors
 
@@ -60,6 +62,20 @@ def test_lock_root_ancestors():
 def test_http_date_equals_wsgidav(stamp: float) -> None:
     assert http_date(stamp) == util.get_rfc1123_time(stamp)
     assert http_date(stamp) == util.get_rfc1123_time(stamp)  # remembered: the same text
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [-1.5, 0.0, 59.999999, 951782400.0, 1_700_000_000.9999996, 4_102_444_800.5, 253402300799.0],
+)
+def test_rfc1123_date_equals_formatdate(stamp: float) -> None:
+    assert rfc1123_date(stamp) == formatdate(stamp, usegmt=True)
+
+
+def test_rfc1123_dates_of_a_year_equal_formatdate() -> None:
+    for hour in range(0, 366 * 24, 7):  # every weekday, month and hour of a leap year
+        stamp = 1_704_067_200 + hour * 3600 + hour % 60 + 0.5
+        assert rfc1123_date(stamp) == formatdate(stamp, usegmt=True)
 
 
 def test_http_dates_kept_are_bounded() -> None:

@@ -1,0 +1,86 @@
+"""A Depth:1 PROPFIND builds its members without WsgiDAV's constructor and answers common live
+properties straight from the rows: the answer is byte-for-byte the one of the general path, and
+each member answers as it does when asked on its own (Depth:0)."""
+
+from __future__ import annotations
+
+import pytest
+from files_helpers import url
+from lxml import etree
+
+import oxidav.providers.files_propfind as propfind
+from tests.support.live import LiveServer
+
+NAMES = [
+    "plain.txt",
+    "with space.txt",
+    "ünïcødé ☃.txt",
+    "hash#q?&+%25=;.txt",
+    "it's (1) [x] {y}!*$|~.txt",
+    "sub folder",
+]
+LOCKINFO = (
+    b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+    b"</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>me</D:owner></D:lockinfo>"
+)
+ALL_FROM_ROWS = (
+    "<D:getetag/><D:getlastmodified/><D:getcontentlength/><D:resourcetype/><D:displayname/>"
+    "<D:getcontenttype/><D:creationdate/><D:supportedlock/><D:lockdiscovery/>"
+)
+BODIES = {
+    "named4": "<D:getetag/><D:getlastmodified/><D:getcontentlength/><D:resourcetype/>",
+    "files-only": "<D:getcontentlength/><D:getcontenttype/>",
+    "all-from-rows": ALL_FROM_ROWS,
+    "repeated": "<D:getetag/><D:getetag/>",
+}
+
+
+def _propfind(server: LiveServer, path: str, inner: str, depth: str) -> bytes:
+    body = f'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop>{inner}</D:prop></D:propfind>'
+    response = server.request("PROPFIND", url(path), body, headers={"Depth": depth})
+    assert response.status == 207, response.status
+    return response.body
+
+
+def _responses(body: bytes) -> dict[str, bytes]:
+    """Each ``<D:response>`` of a multistatus, canonicalized, by href."""
+    tree = etree.fromstring(body)
+    return {
+        response.findtext("{DAV:}href"): etree.tostring(response, method="c14n")
+        for response in tree.iter("{DAV:}response")
+    }
+
+
+@pytest.fixture
+def folder(live_server: LiveServer) -> str:
+    assert live_server.request("MKCOL", url("/p")).status == 201
+    for name in NAMES:
+        if name == "sub folder":
+            assert live_server.request("MKCOL", url(f"/p/{name}")).status == 201
+        else:
+            assert live_server.request("PUT", url(f"/p/{name}"), name.encode()).status == 201
+    # A locked member: its lockdiscovery is not in its row, so it takes the general path.
+    assert live_server.request("LOCK", url("/p/plain.txt"), LOCKINFO).status == 200
+    return "/p/"
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
+    live_server: LiveServer, folder: str, body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from_rows = _propfind(live_server, folder, BODIES[body], "1")
+    monkeypatch.setattr(propfind, "row_formatters", lambda mode, requested: None)
+    general = _propfind(live_server, folder, BODIES[body], "1")
+    assert from_rows == general
+    assert len(_responses(from_rows)) == len(NAMES) + 1
+
+
+def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
+    live_server: LiveServer, folder: str
+) -> None:
+    listed = _responses(_propfind(live_server, folder, ALL_FROM_ROWS, "1"))
+    for name in NAMES:
+        suffix = "/" if name == "sub folder" else ""
+        alone = _responses(_propfind(live_server, f"{folder}{name}{suffix}", ALL_FROM_ROWS, "0"))
+        ((href, answer),) = alone.items()
+        assert listed[href] == answer, name
