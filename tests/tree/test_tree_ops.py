@@ -26,6 +26,7 @@ from oxidav.tree import (
     make_folder,
     move_node,
     purge_trashed_before,
+    read_children,
     resolve,
     trash_node,
     write_file,
@@ -62,6 +63,10 @@ def test_mkdir_write_and_list(database, user, refs):
         page1 = list_children(s, docs.id, limit=2)
         page2 = list_children(s, docs.id, after=page1[-1].name, limit=2)
         assert [n.name for n in page1 + page2] == names
+    # The prepared page read outside a session (a folder listing's) returns the same rows.
+    assert read_children(database, docs.id, after=None, limit=2) == page1
+    assert read_children(database, docs.id, after=page1[-1].name, limit=2) == page2
+    with database.read() as s:
         assert count_subtree(s, user, "") == 4
         assert [n.path for n in list_subtree(s, user, "")] == [
             "/docs",
