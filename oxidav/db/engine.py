@@ -111,8 +111,8 @@ def _ping_when_idle(engine: Engine) -> None:
     round trip before every request's first statement, on a connection that was answering a
     moment ago. A failed ping is a ``DisconnectionError``: the pool drops that connection and
     lends a fresh one (a restarted server is noticed on the first checkout after the restart).
-    A connection that breaks within the window fails its statement instead, and the pool then
-    replaces every connection it held before."""
+    A connection that breaks within the window fails its statement instead, and is replaced
+    (through a ``Connection``, SQLAlchemy then also recycles the others the pool held)."""
     dialect = engine.dialect
 
     @event.listens_for(engine, "connect")
@@ -321,7 +321,7 @@ class Database:
         PostgreSQL one from the pool (pinged if it sat idle; a connection found broken is
         invalidated), switched to autocommit while it is lent: the statement is its own
         transaction, so the driver sends no ``BEGIN`` before it and the pool's reset-on-return
-        no ``ROLLBACK`` after it — one round trip to the server instead of three."""
+        no ``ROLLBACK`` after it: the statement is the only round trip to the server."""
         if self._readers is not None:
             yield self._readers.get()
             return
