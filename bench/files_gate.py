@@ -11,11 +11,11 @@ workload: Depth:1 PROPFIND, four named properties and allprop); figures are PROP
 second (the inverse of the median time), and every server must list the same names and lengths.
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
-byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT, a GET
-checked by BLAKE3 and ``--ranges`` random 64 KiB Range GETs each checked against the source
-(``files_large``'s workload); peak RSS is the highest VmHWM of a round. The servers' CPU time
-per GET and per Range GET is shown too (lower is better; not part of the verdict): on the
-shared machine it moves less than the rates do.
+byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT (into
+recycled memory, ``files_large.put``), a GET checked by BLAKE3 and ``--ranges`` random 64 KiB
+Range GETs each checked against the source (``files_large``'s workload); peak RSS is the
+highest VmHWM of a round. The servers' CPU time per GET and per Range GET is shown too (lower
+is better; not part of the verdict): on the shared machine it moves less than the rates do.
 
 Exits 1 unless AFTER beats BEFORE on every throughput figure (and, for ``large``, its peak RSS
 is not higher than BEFORE's plus 5 MB), or when any answer differs. ``--decide FIGURE``

@@ -23,6 +23,7 @@ previous run had just freed). Now each server gets both states, set on purpose:
 back to the host (a PUT into an idle machine here); *recycled memory* — the client first writes
 and deletes a file of the PUT's size (a busy server's page cache, or any machine whose memory
 stays its own). GET and the Range GETs read the second file. Each PUT must be >= 1.0x.
+
 The client checks what it receives with BLAKE3, not SHA-256: on this machine SHA-256 runs at
 ~1.9 GB/s on one core, so hashing in the client capped any server's measured GET at ~1.4 GB/s
 (the client's own receive copies included) and squeezed the GET ratio toward 1; BLAKE3 (~8 GB/s)

@@ -45,7 +45,7 @@ def read_children(db: Database, folder_id: int, *, after: str | None, limit: int
         rows = _FIRST_PAGE.rows(db, {"folder_id": folder_id, "limit": limit})
     else:
         rows = _NEXT_PAGE.rows(db, {"folder_id": folder_id, "after": after, "limit": limit})
-    return [NodeInfo(*row) for row in rows]
+    return [NodeInfo.from_row(row) for row in rows]
 
 
 def list_subtree(session: Session, user_id: int, path: str) -> list[NodeInfo]:
