@@ -11,6 +11,10 @@ extended MKCOL (RFC 5689 §3): the parent collection creates the child if it imp
 provider may also intercept either method in its ``custom_request_handler``. OPTIONS
 advertises the DAV classes and extensions of the whole server (RFC 4791 §5.1, RFC 6352 §6.1,
 RFC 5689 §3.1).
+
+GET and HEAD of a collection answer 200 with a short text saying what the URL is (RFC 4918
+§9.4 leaves that body to the server), where WsgiDAV without its dir browser answers 403: some
+clients check that a WebDAV URL works by GETting it, and Nextcloud answers them the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ from wsgidav.request_server import RequestServer
 DAV_EXTENSIONS = ("3", "calendar-access", "addressbook", "extended-mkcol")
 CALDAV_NS = "urn:ietf:params:xml:ns:caldav"
 HTTP_CREATED_STATUS = "201 Created"
+#: The body of a GET of a collection.
+COLLECTION_TEXT = (
+    b"This is a WebDAV collection of oxidav. Open it with a WebDAV client: a file manager's "
+    b"network drive, rclone, the Nextcloud desktop client, or a calendar or contacts app.\n"
+)
 
 
 class CollectionMaker(Protocol):
@@ -142,6 +151,28 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
             environ, _options_headers(start_response, self._possible_methods)
         )
         return result
+
+    def _send_resource(
+        self, environ: dict[str, Any], start_response: Any, *, is_head_method: bool = False
+    ) -> Iterable[bytes]:
+        """GET / HEAD: WsgiDAV's, except that a collection answers ``COLLECTION_TEXT``."""
+        resource = None
+        if util.get_content_length(environ) == 0 and environ.get("HTTP_DEPTH", "0") == "0":
+            resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
+        if resource is None or not resource.is_collection:
+            result: Iterable[bytes] = super()._send_resource(
+                environ, start_response, is_head_method=is_head_method
+            )
+            return result
+        self._evaluate_if_headers(resource, environ)
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "text/plain; charset=utf-8"),
+                ("Content-Length", str(len(COLLECTION_TEXT))),
+            ],
+        )
+        return [b""] if is_head_method else [COLLECTION_TEXT]
 
     def do_PROPFIND(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         """WsgiDAV's PROPFIND, with ``DAV:propname`` understood (RFC 4918 §9.1: WsgiDAV 4.4

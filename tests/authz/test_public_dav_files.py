@@ -96,6 +96,7 @@ def test_upload_only_link_takes_files_and_shows_nothing(server: LiveServer) -> N
     assert server.request("GET", ALICE + "/P/drop.txt").body == b"dropped"
     assert anon(server, "GET", root + "/drop.txt")[0] == 403
     assert anon(server, "PROPFIND", root + "/", headers={"Depth": "1"})[0] == 403
+    assert anon(server, "GET", root + "/")[0] == 403
 
 
 @pytest.mark.parametrize(

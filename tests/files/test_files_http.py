@@ -51,6 +51,33 @@ def test_options_advertises_class_3(live_server: LiveServer) -> None:
     assert "LOCK" in response.headers["allow"]
 
 
+def test_get_of_a_folder_says_what_the_url_is(live_server: LiveServer) -> None:
+    """Some clients check a WebDAV URL with a GET (Nextcloud answers them 200 too): a folder
+    answers a short text, never a listing; a missing or foreign folder stays 404."""
+    assert live_server.request("MKCOL", url("/docs")).status == 201
+    assert put(live_server, "/docs/secret-name.txt", b"x") == 201
+    for path in (url("/"), url("/docs/"), url("/docs"), "/remote.php/webdav/", "/remote.php/dav/"):
+        got = live_server.request("GET", path)
+        assert got.status == 200, path
+        assert got.headers["content-type"] == "text/plain; charset=utf-8"
+        assert b"WebDAV" in got.body and b"secret-name" not in got.body
+        head = live_server.request("HEAD", path)
+        assert head.status == 200 and head.body == b""
+        assert head.headers["content-length"] == str(len(got.body))
+    assert live_server.request("GET", url("/missing/")).status == 404
+    live_server.request("MKCOL", "/remote.php/dav/files/bob/private", user="bob")
+    assert live_server.request("GET", "/remote.php/dav/files/bob/private/").status == 404
+    # WsgiDAV's rules for GET still hold: Depth other than 0 is 400, a body is 415.
+    assert live_server.request("GET", url("/docs/"), headers={"Depth": "1"}).status == 400
+    assert live_server.request("GET", url("/docs/"), b"body").status == 415
+    # Conditions are evaluated on the folder: its etag, its locks.
+    etag = propfind_props(
+        live_server.request("PROPFIND", url("/docs/"), NAMED, headers={"Depth": "0"}).body
+    )[url("/docs/")]["{DAV:}getetag"]
+    assert live_server.request("GET", url("/docs/"), headers={"If-Match": '"other"'}).status == 412
+    assert live_server.request("GET", url("/docs/"), headers={"If-Match": etag}).status == 200
+
+
 def test_folder_etags_roll_up(live_server: LiveServer) -> None:
     for folder in ("/a", "/a/b", "/other"):
         live_server.request("MKCOL", url(folder))
