@@ -126,6 +126,16 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
             return None
         return Target(user, user_id, tree_path)
 
+    def name_error(self, path: str) -> str | None:
+        """Why the share-relative ``path`` can name no node (a name too long, ``..``, a NUL),
+        or None: a request that would create it answers 400 with this reason, not 404."""
+        rest = path.strip("/").partition("/")[2] if self.user_from == "path" else path
+        try:
+            normalize_path(rest)
+        except InvalidName as exc:
+            return str(exc)
+        return None
+
     def _locate_in_view(self, path: str, environ: dict[str, Any]) -> Target | None:
         """The owner's place of a path the authz layer admitted through a ``TreeView``."""
         if not views_of(environ):

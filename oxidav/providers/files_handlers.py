@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 from wsgidav import util
 from wsgidav.dav_error import (
+    HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
     HTTP_NOT_FOUND,
     HTTP_REQUEST_ENTITY_TOO_LARGE,
@@ -160,7 +161,8 @@ def _lock(
 
 
 def _check_destination(provider: Any, environ: dict[str, Any]) -> None:
-    """A Destination below this provider must be in the caller's own tree (else 404)."""
+    """A Destination below this provider must be in the caller's own tree (else 404) and
+    name a valid node (else 400: a name too long, ``..``)."""
     raw = environ.get("HTTP_DESTINATION")
     if not raw:
         return
@@ -169,6 +171,9 @@ def _check_destination(provider: Any, environ: dict[str, Any]) -> None:
     if not dest.lower().startswith(prefix.lower() + "/"):
         return  # another share: WsgiDAV answers 502
     if provider.locate(dest[len(prefix) :], environ) is None:
+        reason = provider.name_error(dest[len(prefix) :])
+        if reason is not None:
+            raise DAVError(HTTP_BAD_REQUEST, f"invalid destination: {reason}")
         raise DAVError(HTTP_NOT_FOUND, "no such destination")
 
 

@@ -117,6 +117,8 @@ def handle_put(
 ) -> list[bytes]:
     path = environ["PATH_INFO"]
     target = provider.locate(path, environ)
+    if target is None and (reason := provider.name_error(path)) is not None:
+        raise DAVError(HTTP_BAD_REQUEST, reason)
     if not isinstance(target, Target):
         raise DAVError(HTTP_NOT_FOUND if target is None else HTTP_METHOD_NOT_ALLOWED)
     if "HTTP_CONTENT_ENCODING" in environ:

@@ -277,6 +277,36 @@ def test_paths_cannot_escape_the_root(live_server: LiveServer) -> None:
     assert live_server.request("GET", href).body == b"odd"
 
 
+def test_a_name_that_cannot_exist_is_400_with_its_reason(live_server: LiveServer) -> None:
+    """Creating a node under an invalid name (longer than 255 characters) answers 400 and
+    says why, whichever method would create it; reading it is simply not found."""
+    too_long = "a" * 256
+    assert put(live_server, "/f.txt", b"kept") == 201
+    lockinfo = (
+        b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+        b"</D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"
+    )
+    destination = {"Destination": "http://127.0.0.1" + url("/" + too_long)}
+    for method, body, headers in (
+        ("PUT", b"x", {}),
+        ("MKCOL", None, {}),
+        ("LOCK", lockinfo, {}),
+        ("COPY", None, destination),
+        ("MOVE", None, destination),
+    ):
+        target = url("/f.txt") if method in ("COPY", "MOVE") else url("/" + too_long)
+        response = live_server.request(method, target, body, headers=headers)
+        assert response.status == 400, method
+        assert b"longer than 255 characters" in response.body, method
+    assert live_server.request("GET", url("/f.txt")).body == b"kept"
+    assert live_server.request("GET", url("/" + too_long)).status == 404
+    assert put(live_server, "/" + "a" * 255, b"fits") == 201
+    # Below a missing folder it is still 409, in another user's tree still 404.
+    assert put(live_server, "/missing/x.txt", b"x") == 409
+    bob = "/remote.php/dav/files/bob/" + too_long
+    assert live_server.request("PUT", bob, b"x").status == 404
+
+
 def test_app_password_and_legacy_webdav_alias(live_server: LiveServer) -> None:
     assert live_server.services is not None
     token = accounts.create_app_password(live_server.services.db, "alice", "t")
