@@ -32,7 +32,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _open_db(settings: Settings) -> Database:
-    db = Database.from_url(settings.resolved_database_url)
+    db = Database.from_url(settings.resolved_database_url, settings.sqlite_synchronous)
     prepare_storage(settings, db)
     return db
 

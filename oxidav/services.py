@@ -26,7 +26,7 @@ class Services:
 
     @classmethod
     def open(cls, settings: Settings, db: Database | None = None) -> Services:
-        db = db or Database.from_url(settings.resolved_database_url)
+        db = db or Database.from_url(settings.resolved_database_url, settings.sqlite_synchronous)
         return cls(settings=settings, db=db, authenticator=Authenticator(db, settings))
 
     @cached_property

@@ -20,6 +20,8 @@ ENV_PREFIX = "OXIDAV_"
 CONFIG_FILE_NAME = "oxidav.toml"
 #: The largest ``blob_inline_max``: readers look for a chunk's bytes in its row up to this size.
 INLINE_LIMIT = 64 << 10
+#: SQLite's ``PRAGMA synchronous`` values oxidav offers (``oxidav.db.engine``), the default first.
+SQLITE_SYNCHRONOUS = ("normal", "full")
 
 
 class SettingsError(ValueError):
@@ -36,6 +38,9 @@ class Settings:
     threads: int = 32
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
+    #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
+    #: commits; a crash of the process loses none), ``full`` at every commit (``oxidav.db.engine``).
+    sqlite_synchronous: str = "normal"
     #: Blob store URL: ``file:///path`` or ``s3://bucket/prefix?endpoint_url=…&region=…``;
     #: empty means ``file://<data_dir>/blobs``.
     blob_store: str = ""
@@ -151,6 +156,11 @@ def _validate(settings: Settings) -> None:
             "log_level",
             settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},
             "must be DEBUG, INFO, WARNING or ERROR",
+        ),
+        (
+            "sqlite_synchronous",
+            settings.sqlite_synchronous in SQLITE_SYNCHRONOUS,
+            "must be " + " or ".join(SQLITE_SYNCHRONOUS),
         ),
         (
             "database_url",

@@ -44,6 +44,7 @@ def test_data_dir_from_environment_locates_config(tmp_path: Path) -> None:
         ({}, {}, 'blob_store = "ftp://x"\n', "blob_store"),
         ({}, {}, 'encryption_keys = ["c2hvcnQ="]\n', "encryption_keys"),
         ({}, {}, 'log_level = "LOUD"\n', "log_level"),
+        ({}, {"OXIDAV_SQLITE_SYNCHRONOUS": "off"}, "", "sqlite_synchronous"),
     ],
 )
 def test_invalid_settings_name_the_key(

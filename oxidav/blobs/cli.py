@@ -21,7 +21,7 @@ from oxidav.settings import CONFIG_FILE_NAME, Settings
 
 
 def _open(settings: Settings, url: str | None = None) -> tuple[Database, BlobStore]:
-    db = Database.from_url(settings.resolved_database_url)
+    db = Database.from_url(settings.resolved_database_url, settings.sqlite_synchronous)
     check_not_newer(db.engine)
     upgrade(db.engine)
     return db, store_from_settings(settings.replace(blob_cache=""), url)

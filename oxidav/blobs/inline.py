@@ -17,7 +17,7 @@ chunk (``blob_chunks.data``):
   that name them. A crash loses both or neither, never the bytes alone; the previous version
   stays. That is the durability of every other row oxidav commits (calendar objects and
   vCards are stored the same way), on PostgreSQL a synced WAL record and on SQLite a WAL
-  frame synced at the next checkpoint.
+  frame synced at the next checkpoint (at the commit with ``sqlite_synchronous = "full"``).
 * An existing row of the same chunk is reused: a referenced one keeps what it has (its blob
   or its bytes); an unreferenced one — garbage, or another ingest's intent — gets the bytes,
   so this content never depends on a blob that gc may be deleting.

@@ -1,0 +1,52 @@
+"""``sqlite_synchronous``: every SQLite connection oxidav opens syncs its WAL as the setting
+says (``PRAGMA synchronous``: 1 is NORMAL, 2 is FULL), whichever way the database is used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from oxidav.db import Database, make_engine
+from oxidav.services import Services
+from oxidav.settings import load_settings
+
+PRAGMA = {"normal": 1, "full": 2}
+
+
+def _synchronous_everywhere(db: Database) -> set[int]:
+    """The pragma on each kind of connection: session read and write, a single read, a Core
+    write (the last two are per-thread connections on SQLite)."""
+    seen: set[int] = set()
+    with db.read() as session:
+        seen.add(session.execute(text("PRAGMA synchronous")).scalar_one())
+    with db.write() as session:
+        seen.add(session.execute(text("PRAGMA synchronous")).scalar_one())
+    with db.single_read() as raw:
+        seen.add(raw.execute("PRAGMA synchronous").fetchone()[0])
+    with db.write_core() as connection:
+        seen.add(connection.execute(text("PRAGMA synchronous")).scalar_one())
+    return seen
+
+
+@pytest.mark.parametrize("value", ["normal", "full"])
+def test_every_connection_syncs_as_configured(tmp_path: Path, value: str) -> None:
+    settings = load_settings({"data_dir": tmp_path}, env={"OXIDAV_SQLITE_SYNCHRONOUS": value})
+    assert settings.sqlite_synchronous == value
+    services = Services.open(settings)
+    try:
+        assert _synchronous_everywhere(services.db) == {PRAGMA[value]}
+    finally:
+        services.db.engine.dispose()
+
+
+def test_the_default_is_normal(tmp_path: Path) -> None:
+    db = Database.from_url(f"sqlite:///{tmp_path / 'd.db'}")
+    assert _synchronous_everywhere(db) == {PRAGMA["normal"]}
+    db.engine.dispose()
+
+
+def test_an_unknown_value_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sqlite_synchronous"):
+        make_engine(f"sqlite:///{tmp_path / 'd.db'}", sqlite_synchronous="off")
