@@ -20,7 +20,7 @@ clients check that a WebDAV URL works by GETting it, and Nextcloud answers them 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from lxml import etree
@@ -154,25 +154,33 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
 
     def _send_resource(
         self, environ: dict[str, Any], start_response: Any, *, is_head_method: bool = False
-    ) -> Iterable[bytes]:
-        """GET / HEAD: WsgiDAV's, except that a collection answers ``COLLECTION_TEXT``."""
-        resource = None
-        if util.get_content_length(environ) == 0 and environ.get("HTTP_DEPTH", "0") == "0":
-            resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
-        if resource is None or not resource.is_collection:
-            result: Iterable[bytes] = super()._send_resource(
-                environ, start_response, is_head_method=is_head_method
+    ) -> Iterator[bytes]:
+        """GET / HEAD: WsgiDAV's, except that a collection answers ``COLLECTION_TEXT`` where
+        WsgiDAV refuses it with 403. WsgiDAV's is a generator whose checks run on the first
+        step: the resource is looked up a second time only after that refusal."""
+        answer = super()._send_resource(environ, start_response, is_head_method=is_head_method)
+        try:
+            first = next(answer)
+        except StopIteration:
+            return
+        except DAVError as error:
+            resource = None
+            if error.value == HTTP_FORBIDDEN:
+                resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
+            if resource is None or not resource.is_collection:
+                raise
+            self._evaluate_if_headers(resource, environ)
+            start_response(
+                "200 OK",
+                [
+                    ("Content-Type", "text/plain; charset=utf-8"),
+                    ("Content-Length", str(len(COLLECTION_TEXT))),
+                ],
             )
-            return result
-        self._evaluate_if_headers(resource, environ)
-        start_response(
-            "200 OK",
-            [
-                ("Content-Type", "text/plain; charset=utf-8"),
-                ("Content-Length", str(len(COLLECTION_TEXT))),
-            ],
-        )
-        return [b""] if is_head_method else [COLLECTION_TEXT]
+            yield b"" if is_head_method else COLLECTION_TEXT
+            return
+        yield first
+        yield from answer
 
     def do_PROPFIND(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         """WsgiDAV's PROPFIND, with ``DAV:propname`` understood (RFC 4918 §9.1: WsgiDAV 4.4
