@@ -170,8 +170,9 @@ def _check_destination(provider: Any, environ: dict[str, Any]) -> None:
     prefix = provider.mount_path + provider.share_path
     if not dest.lower().startswith(prefix.lower() + "/"):
         return  # another share: WsgiDAV answers 502
-    if provider.locate(dest[len(prefix) :], environ) is None:
-        reason = provider.name_error(dest[len(prefix) :])
+    path = dest[len(prefix) :]
+    if provider.locate(path, environ) is None:
+        reason = provider.name_error(path)
         if reason is not None:
             raise DAVError(HTTP_BAD_REQUEST, f"invalid destination: {reason}")
         raise DAVError(HTTP_NOT_FOUND, "no such destination")
