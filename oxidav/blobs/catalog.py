@@ -12,7 +12,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Table, bindparam, case, func, literal, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Table,
+    bindparam,
+    case,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -99,14 +111,16 @@ _CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _
 
 
 def _inline_statement(dialect: Any) -> Any:
-    """A chunk kept in its row gains ``refcount`` references: a new row holds the bytes; an
-    unreferenced existing one (garbage, or another ingest's intent) is given them, so the
-    content does not rely on its blob; a referenced one keeps what it has."""
+    """A chunk kept in its row gains ``refcount`` references, ``content_refs`` of them as a
+    content (``add_content_chunk``): a new row holds the bytes; an unreferenced existing one
+    (garbage, or another ingest's intent) is given them, so the content does not rely on its
+    blob; a referenced one keeps what it has."""
     stmt = dialect.insert(_chunks)
     return stmt.on_conflict_do_update(
         index_elements=[_chunks.c.hash],
         set_={
             "refcount": _chunks.c.refcount + stmt.excluded.refcount,
+            "content_refs": _chunks.c.content_refs + stmt.excluded.content_refs,
             "orphaned_at": None,
             "data": case((_chunks.c.refcount == 0, stmt.excluded.data), else_=_chunks.c.data),
         },
@@ -186,16 +200,19 @@ def adopt_orphan_files(session: Session, sizes: dict[str, int], now: datetime) -
 
 @dataclass(frozen=True)
 class ManifestInfo:
-    """A manifest row, detached from any session."""
+    """A manifest row, detached from any session; or, ``by_chunk``, a content named by its
+    one chunk (``add_content_chunk``), which has no manifest row."""
 
     hash: str
     size: int
     content_hash: str
     chunk_count: int
     refcount: int
+    by_chunk: bool = False
 
 
 def get_manifest(session: Session, manifest_hash: str) -> ManifestInfo | None:
+    """The manifest named ``manifest_hash``, or the content named by that chunk."""
     row = session.execute(
         select(
             _manifests.c.hash,
@@ -205,7 +222,13 @@ def get_manifest(session: Session, manifest_hash: str) -> ManifestInfo | None:
             _manifests.c.refcount,
         ).where(_manifests.c.hash == manifest_hash)
     ).first()
-    return None if row is None else ManifestInfo(*row)
+    if row is not None:
+        return ManifestInfo(*row)
+    chunk = session.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
+    if chunk is None:
+        return None
+    size, references = chunk
+    return ManifestInfo(manifest_hash, size, manifest_hash, 1, references, by_chunk=True)
 
 
 def require_manifest(session: Session, manifest_hash: str) -> ManifestInfo:
@@ -239,14 +262,20 @@ def lock_chunks_in_order(session: Session, manifest_hashes: Sequence[str]) -> No
     """On PostgreSQL, lock the chunk rows of ``manifest_hashes`` in hash order, so that two
     transactions changing overlapping chunk sets cannot deadlock (SQLite has one writer).
     This MUST come before any statement that locks chunk rows in another order — inserting
-    manifest entries does, through their foreign key."""
+    manifest entries does, through their foreign key. A content named by its chunk locks that
+    chunk's row (no manifest hash is the hash of a chunk: ``oxidav.blobs.inline``)."""
     if session.get_bind().dialect.name != "postgresql":
         return
     session.execute(
         select(_chunks.c.hash)
         .where(
-            _chunks.c.hash.in_(
-                select(_entries.c.chunk_hash).where(_entries.c.manifest_hash.in_(manifest_hashes))
+            or_(
+                _chunks.c.hash.in_(
+                    select(_entries.c.chunk_hash).where(
+                        _entries.c.manifest_hash.in_(manifest_hashes)
+                    )
+                ),
+                _chunks.c.hash.in_(manifest_hashes),
             )
         )
         .order_by(_chunks.c.hash)
@@ -433,6 +462,7 @@ def create_manifest(
             "hash": entry.chunk_hash,
             "size": entry.size,
             "refcount": 1,
+            "content_refs": 0,
             "created_at": now,
             "orphaned_at": None,
             "data": inline,
@@ -483,6 +513,13 @@ def create_concatenation(
     lock_chunks_in_order(session, [part.hash for part in parts])
     base = 0
     for part in parts:
+        if part.by_chunk:
+            _INSERT_ENTRY.run(
+                core(session),
+                _entry_row(manifest_hash, ManifestEntry(base, part.size, part.hash)),
+            )
+            base += part.size
+            continue
         source = select(
             literal(manifest_hash).label("manifest_hash"),
             (_entries.c.start + base).label("start"),
@@ -504,9 +541,10 @@ def create_concatenation(
 
 
 def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: int) -> None:
-    """Add ``delta`` to a manifest's refcount; at zero the manifest becomes an orphan (gc
-    collects it after the grace period). Raises ``ManifestNotFoundError`` or, for a count
-    that would go negative, ``RefcountError``."""
+    """Add ``delta`` to a manifest's refcount — or, for a content named by its chunk, to that
+    chunk's ``content_refs`` and ``refcount``; at zero the manifest (or chunk) becomes an
+    orphan that gc collects after the grace period. Raises ``ManifestNotFoundError`` or, for
+    a count that would go negative, ``RefcountError``."""
     if delta == 0:
         return
     conn = core(session)
@@ -519,8 +557,57 @@ def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: in
         return
     current = conn.execute(_MANIFEST_REFCOUNT, {"manifest_hash": manifest_hash}).scalar()
     if current is None:
+        params = {"key": manifest_hash, "n": delta, "now": utcnow()}
+        if _CHANGE_CONTENT_REFS.run(conn, params).rowcount == 1:
+            return
+        chunk = conn.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
+        current = None if chunk is None else chunk.content_refs
+    if current is None:
         raise ManifestNotFoundError(manifest_hash)
     raise RefcountError(f"manifest {manifest_hash} has refcount {current}, cannot remove {-delta}")
+
+
+# -- contents named by their chunk ----------------------------------------------------------
+
+#: The size and references of the content named by a chunk (a row that is one).
+_CONTENT_CHUNK = select(_chunks.c.size, _chunks.c.content_refs).where(
+    _chunks.c.hash == bindparam("key"), _chunks.c.content_refs > 0
+)
+_NEW_CONTENT_REFS = _chunks.c.content_refs + bindparam("n", type_=BigInteger())
+_NEW_REFCOUNT = _chunks.c.refcount + bindparam("n", type_=BigInteger())
+#: ``n`` (positive or negative) references on a content named by its chunk.
+_CHANGE_CONTENT_REFS = Prepared(
+    update(_chunks)
+    .where(_chunks.c.hash == bindparam("key"), _chunks.c.content_refs > 0, _NEW_CONTENT_REFS >= 0)
+    .values(
+        content_refs=_NEW_CONTENT_REFS,
+        refcount=_NEW_REFCOUNT,
+        orphaned_at=case((_NEW_REFCOUNT == 0, bindparam("now", type_=UTCDateTime())), else_=null()),
+    )
+)
+
+
+def add_content_chunk(
+    session: Transaction, chunk_hash: str, data: bytes, references: int, now: datetime
+) -> None:
+    """Make the one-chunk content ``data`` (its chunk hash, which is also its content hash,
+    ``chunk_hash``) a content named by that hash, with ``references`` more references: the
+    chunk row is created holding the bytes, or an existing one counts them (and, when it was
+    unreferenced, takes the bytes). No manifest row: this content's manifest would be one
+    entry naming this chunk (``oxidav.blobs.inline``)."""
+    if references <= 0:
+        raise ValueError("a content is created with at least one reference")
+    conn = core(session)
+    row = {
+        "hash": chunk_hash,
+        "size": len(data),
+        "refcount": references,
+        "content_refs": references,
+        "created_at": now,
+        "orphaned_at": None,
+        "data": data,
+    }
+    _ADD_INLINE[conn.dialect.name].run(conn, row)
 
 
 def entries_from(
@@ -538,8 +625,13 @@ def entries_from(
         .where(_entries.c.manifest_hash == manifest_hash, _entries.c.start >= first)
         .order_by(_entries.c.start)
         .limit(limit)
-    )
-    return [ManifestEntry(row.start, row.size, row.chunk_hash) for row in rows]
+    ).all()
+    if rows or limit <= 0:
+        return [ManifestEntry(row.start, row.size, row.chunk_hash) for row in rows]
+    chunk = session.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
+    if chunk is None or position >= chunk.size:
+        return []
+    return [ManifestEntry(0, chunk.size, manifest_hash)]
 
 
 def iter_entries(db: Database, manifest_hash: str, page: int = 1000) -> Iterator[ManifestEntry]:
@@ -562,6 +654,7 @@ __all__ = [
     "ManifestInfo",
     "ManifestNotFoundError",
     "RefcountError",
+    "add_content_chunk",
     "adopt_orphan_files",
     "change_manifest_refcount",
     "chunk_refcounts",

@@ -87,7 +87,7 @@ class BlobChain:
         whose manifest row its own ``incref`` writes in the caller's transaction (a PUT
         then commits manifest and node row together: one transaction less); a content that
         is one chunk of at most ``inline_max`` bytes then goes into the database with them
-        instead of the store (``oxidav.blobs.inline``).
+        instead of the store, named by its chunk (``oxidav.blobs.inline``).
         """
         ingest = Ingest(self.db, self.store, self.chunk_params, self.inline_max)
         return ingest.run(source, expected_length, md5, publish)

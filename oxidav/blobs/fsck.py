@@ -7,9 +7,10 @@ Reported, never repaired:
 * **corrupt** (``deep`` only) — a blob whose bytes, read back whole, do not hash to its name
   (or cannot be decrypted);
 * **refcount mismatches** — a chunk whose refcount differs from the number of manifest entries
-  naming it;
+  naming it plus its references as a content (``content_refs``, ``oxidav.blobs.inline``);
 * **manifest mismatches** — a manifest whose size or chunk count differs from its entries;
-* **affected manifests** — the manifests that name a missing or corrupt chunk.
+* **affected manifests** — the manifests that name a missing or corrupt chunk, and the
+  contents named by such a chunk.
 
 Unreferenced chunk rows (refcount 0) are not checked for presence: they may be intents of a
 running ingest, and an ingest never trusts them. A chunk kept in its row
@@ -67,7 +68,7 @@ class FsckReport:
         for key in self.orphaned:
             yield f"orphaned blob {key} (no chunk row; gc removes it)"
         for key, stored, counted in self.refcount_mismatches:
-            yield f"chunk {key} has refcount {stored} but {counted} manifest entries"
+            yield f"chunk {key} has refcount {stored} but {counted} uses (entries and content)"
         for key in self.manifest_mismatches:
             yield f"manifest {key} does not match its entries"
         for key in self.affected_manifests:
@@ -145,12 +146,20 @@ def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
     _check_counts(db, report)
     bad = report.missing + report.corrupt
     for start in range(0, len(bad), catalog.IN_LIST_MAX):
+        part = bad[start : start + catalog.IN_LIST_MAX]
         with db.read() as session:
             report.affected_manifests.extend(
                 session.execute(
                     select(_entries.c.manifest_hash)
                     .distinct()
-                    .where(_entries.c.chunk_hash.in_(bad[start : start + catalog.IN_LIST_MAX]))
+                    .where(_entries.c.chunk_hash.in_(part))
+                ).scalars()
+            )
+            report.affected_manifests.extend(
+                session.execute(
+                    select(_chunks.c.hash).where(
+                        _chunks.c.hash.in_(part), _chunks.c.content_refs > 0
+                    )
                 ).scalars()
             )
     return report
@@ -176,13 +185,13 @@ def _check_orphans(db: Database, store: BlobStore, report: FsckReport) -> None:
 
 def _check_counts(db: Database, report: FsckReport) -> None:
     with db.read() as session:
-        counted = func.count(_entries.c.chunk_hash)
+        counted = func.count(_entries.c.chunk_hash) + _chunks.c.content_refs
         report.refcount_mismatches.extend(
             (row.hash, row.refcount, row.counted)
             for row in session.execute(
                 select(_chunks.c.hash, _chunks.c.refcount, counted.label("counted"))
                 .select_from(_chunks.outerjoin(_entries, _entries.c.chunk_hash == _chunks.c.hash))
-                .group_by(_chunks.c.hash, _chunks.c.refcount)
+                .group_by(_chunks.c.hash, _chunks.c.refcount, _chunks.c.content_refs)
                 .having(_chunks.c.refcount != counted)
             )
         )

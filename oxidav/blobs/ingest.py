@@ -22,8 +22,9 @@ the caller's transaction, together with the row that references it (a PUT's node
 order still holds: the bytes are synced before that transaction starts, and the manifest becomes
 visible in the same commit as its first reference, or not at all. With ``inline_max``, a
 content that is one chunk of at most that many bytes is not even written to the store: the
-``PendingContent`` carries the chunk, and the same ``incref`` keeps it in the chunk's row
-(``oxidav.blobs.inline``) — no claim, no file, no sync.
+``PendingContent`` carries the chunk, is named by the chunk's hash, and the same ``incref``
+keeps it in the chunk's row (``oxidav.blobs.inline``) — no claim, no file, no sync, and no
+manifest row.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import BinaryIO
 
 from oxidav.blobs import catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkedContent, ChunkParams
-from oxidav.blobs.manifests import ManifestBuilder
+from oxidav.blobs.manifests import MANIFEST_MAGIC, ManifestBuilder
 from oxidav.blobs.store import BlobStore
 from oxidav.db import Database, Transaction, utcnow
 
@@ -78,12 +79,19 @@ class PendingContent(StoredContent):
     builder: ManifestBuilder | None = field(default=None, repr=False, compare=False)
     #: The bytes of the content's one chunk, to keep in its row (``oxidav.blobs.inline``).
     inline: bytes | None = field(default=None, repr=False, compare=False)
+    #: The content is named by its one chunk (``manifest_hash`` is the chunk's hash) and has
+    #: no manifest row (``catalog.add_content_chunk``).
+    by_chunk: bool = False
 
     def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         if n < 0:
             raise ValueError("incref by a negative count")
         if manifest_hash == self.manifest_hash and self.builder is not None:
-            if n:
+            if not n:
+                return
+            if self.by_chunk and self.inline is not None:
+                catalog.add_content_chunk(session, self.manifest_hash, self.inline, n, utcnow())
+            else:
                 catalog.create_manifest(
                     session, self.builder, self.content_hash, utcnow(), n, inline=self.inline
                 )
@@ -243,6 +251,14 @@ class Ingest:
             self._writer.close()
             raise
         if not publish:
+            if inline is not None and not inline.startswith(MANIFEST_MAGIC):
+                # Its one chunk's hash is its content hash, and names it. (A chunk whose bytes
+                # begin like a manifest's encoding keeps a manifest row: no content named by a
+                # chunk can then share a name with a manifest.)
+                name = content.content_hash
+                return PendingContent(
+                    name, builder.size, name, content.md5, builder, inline, by_chunk=True
+                )
             return PendingContent(
                 builder.hash, builder.size, content.content_hash, content.md5, builder, inline
             )

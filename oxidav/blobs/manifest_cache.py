@@ -24,12 +24,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import Table, bindparam, func, select
+from sqlalchemy import BigInteger, Table, bindparam, func, literal, select, union_all
 
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.store import BlobIntegrityError
 from oxidav.db import Database, core
-from oxidav.db.models.blobs import BlobManifestChunk
+from oxidav.db.models.blobs import BlobChunk, BlobManifestChunk
 
 #: Bytes of content one page of entries covers (~200 entries at the default chunk sizes; at
 #: most span / smallest chunk).
@@ -41,6 +41,7 @@ ENTRY_COST = 48
 PAGE_COST = 400
 
 _entries: Table = BlobManifestChunk.__table__  # type: ignore[assignment]
+_chunks: Table = BlobChunk.__table__  # type: ignore[assignment]
 _first_start = (
     select(func.max(_entries.c.start))
     .where(
@@ -49,16 +50,21 @@ _first_start = (
     )
     .scalar_subquery()
 )
-#: The entries of one page: from the entry holding byte ``lo`` to the last starting before ``hi``.
-_PAGE = (
-    select(_entries.c.start, _entries.c.size, _entries.c.chunk_hash)
-    .where(
+#: The entries of one page: from the entry holding byte ``lo`` to the last starting before
+#: ``hi``; for a content named by its chunk (no manifest row, ``oxidav.blobs.inline``), page 0
+#: is that chunk, found by the same statement.
+_PAGE = union_all(
+    select(_entries.c.start, _entries.c.size, _entries.c.chunk_hash).where(
         _entries.c.manifest_hash == bindparam("manifest_hash"),
         _entries.c.start >= _first_start,
         _entries.c.start < bindparam("hi"),
-    )
-    .order_by(_entries.c.start)
-)
+    ),
+    select(literal(0, BigInteger()), _chunks.c.size, _chunks.c.hash).where(
+        _chunks.c.hash == bindparam("manifest_hash"),
+        _chunks.c.content_refs > 0,
+        bindparam("lo") == 0,
+    ),
+).order_by("start")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). Thi
    to this transaction (``PendingContent``: its chunks are already synced), so manifest and
    node become visible in one commit; a content that is one chunk of at most
    ``blob_inline_max`` bytes was not written to the store at all, and this transaction keeps
-   it in its chunk's row (``oxidav.blobs.inline``).
+   it in its chunk's row, which names it — no manifest row (``oxidav.blobs.inline``).
 
 A body declared longer than ``ONE_TRANSACTION_MAX`` (or of unknown length) takes these steps
 in this order (``_Put.checked_first``): nothing is read before a 412 or 423, and the write

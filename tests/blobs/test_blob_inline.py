@@ -1,5 +1,6 @@
 """Small chunks kept in the database (``oxidav.blobs.inline``), SQLite + PostgreSQL: what a PUT
-of a small content stores, how it is read, checked, deduplicated, collected and migrated."""
+of a small content stores (its chunk's row, named by that chunk: no manifest row), how it is
+read, counted, checked, deduplicated, collected and migrated."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import pytest
 from sqlalchemy import select, update
 
 from oxidav.blobs import BlobChain, LocalBlobStore, StoredContent
+from oxidav.blobs.catalog import ManifestNotFoundError, RefcountError
 from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import collect_garbage
 from oxidav.blobs.ingest import PendingContent
+from oxidav.blobs.manifests import MANIFEST_MAGIC
 from oxidav.blobs.migrate import migrate
 from oxidav.blobs.store import BlobIntegrityError
 from oxidav.db import Database, utcnow
@@ -44,6 +47,11 @@ def kept_bytes(database: Database) -> dict[str, bytes | None]:
         return {key: None if data is None else bytes(data) for key, data in rows}
 
 
+def content_refs(database: Database) -> dict[str, int]:
+    with database.read() as session:
+        return dict(session.execute(select(BlobChunk.hash, BlobChunk.content_refs)).all())
+
+
 def read(chain: BlobChain, stored: StoredContent) -> bytes:
     with chain.open(stored.manifest_hash) as reader:
         return reader.read()
@@ -54,11 +62,18 @@ def test_a_small_put_keeps_its_chunk_in_the_database(
 ) -> None:
     data = random_bytes(4096)
     stored = put(inline_chain, data)
-    # No blob, no sync: the bytes are in the chunk's row, committed with the manifest.
+    # No blob, no sync, no manifest row: the content is named by its one chunk, whose row
+    # holds the bytes and the reference.
     assert set(local_store.iter_keys()) == set()
+    assert stored.manifest_hash == stored.content_hash
+    assert manifest_count(database) == 0
     assert list(kept_bytes(database).values()) == [data]
     assert chunk_refcounts(database) == {stored.content_hash: 1}
+    assert content_refs(database) == {stored.content_hash: 1}
     assert inline_chain.refcount(stored.manifest_hash) == 1
+    assert inline_chain.stat(stored.manifest_hash) == StoredContent(
+        stored.content_hash, 4096, stored.content_hash
+    )
     assert read(inline_chain, stored) == data
     with inline_chain.open(stored.manifest_hash) as reader:
         assert b"".join(reader.iter_range(100, 200)) == data[100:200]
@@ -96,14 +111,66 @@ def test_an_uncommitted_put_leaves_nothing(
     assert set(local_store.iter_keys()) == set()
 
 
-def test_the_same_content_twice_shares_one_manifest(
-    inline_chain: BlobChain, database: Database
+def test_the_same_content_twice_shares_one_name(
+    inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
 ) -> None:
     data = b"the same small file, twice"
     first, second = put(inline_chain, data), put(inline_chain, data)
-    assert first.manifest_hash == second.manifest_hash
+    assert first.manifest_hash == second.manifest_hash == first.content_hash
     assert inline_chain.refcount(first.manifest_hash) == 2
-    assert chunk_refcounts(database) == {first.content_hash: 1}  # one manifest entry
+    assert chunk_refcounts(database) == {first.content_hash: 2}  # two content references
+    assert content_refs(database) == {first.content_hash: 2}
+    assert check(database, local_store, deep=True).clean
+
+
+def test_references_on_a_content_named_by_its_chunk(
+    inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
+) -> None:
+    stored = put(inline_chain, b"copied, then deleted")
+    with database.write() as session:  # a COPY
+        inline_chain.incref(session, stored.manifest_hash, 2)
+    assert chunk_refcounts(database) == content_refs(database) == {stored.content_hash: 3}
+    with pytest.raises(RefcountError), database.write() as session:
+        inline_chain.decref(session, stored.manifest_hash, 4)
+    assert chunk_refcounts(database) == {stored.content_hash: 3}
+    with database.write() as session:
+        inline_chain.decref(session, stored.manifest_hash, 3)
+    with database.read() as session:
+        row = session.execute(select(BlobChunk.refcount, BlobChunk.orphaned_at)).one()
+    assert row.refcount == 0 and row.orphaned_at is not None  # garbage, after a grace period
+    # At zero it names no content any more: only a new PUT of the bytes makes it one again.
+    with pytest.raises(ManifestNotFoundError), database.write() as session:
+        inline_chain.incref(session, stored.manifest_hash)
+    assert read(inline_chain, put(inline_chain, b"copied, then deleted")) == b"copied, then deleted"
+    assert check(database, local_store, deep=True).clean
+
+
+def test_a_chunk_that_is_only_part_of_a_manifest_names_no_content(
+    inline_chain: BlobChain, database: Database
+) -> None:
+    published = inline_chain.ingest([b"published: a manifest of one entry"])
+    with database.write() as session:
+        inline_chain.incref(session, published.manifest_hash)
+    assert published.manifest_hash != published.content_hash
+    with pytest.raises(ManifestNotFoundError), database.write() as session:
+        inline_chain.incref(session, published.content_hash)
+    with pytest.raises(ManifestNotFoundError):
+        inline_chain.open(published.content_hash).read()
+
+
+def test_a_chunk_that_begins_like_a_manifest_keeps_a_manifest_row(
+    inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
+) -> None:
+    """Manifest names hash ``MANIFEST_MAGIC`` + entries: a content that begins so is not named
+    by its chunk, so no content name can be a manifest's."""
+    data = MANIFEST_MAGIC + random_bytes(40, seed=11)
+    stored = put(inline_chain, data)
+    assert stored.manifest_hash != stored.content_hash
+    assert manifest_count(database) == 1
+    assert kept_bytes(database) == {stored.content_hash: data}
+    assert content_refs(database) == {stored.content_hash: 0}
+    assert read(inline_chain, stored) == data
+    assert check(database, local_store, deep=True).clean
 
 
 def test_a_referenced_stored_chunk_is_reused_as_it_is(
@@ -117,9 +184,11 @@ def test_a_referenced_stored_chunk_is_reused_as_it_is(
     # ...so a PUT of it alone reuses the stored chunk and keeps no copy in its row.
     stored = put(inline_chain, data)
     assert kept_bytes(database) == {stored.content_hash: None}
-    assert chunk_refcounts(database) == {stored.content_hash: 1}
-    assert stored.manifest_hash == longer.manifest_hash  # one chunk: the same manifest
+    assert chunk_refcounts(database) == {stored.content_hash: 2}  # the entry and the content
+    assert content_refs(database) == {stored.content_hash: 1}
+    assert stored.manifest_hash == stored.content_hash != longer.manifest_hash
     assert read(inline_chain, stored) == data
+    assert check(database, local_store, deep=True).clean
 
 
 def test_an_unreferenced_stored_chunk_is_given_the_bytes(
@@ -145,14 +214,17 @@ def test_gc_collects_kept_chunks_like_any_other(
     inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
 ) -> None:
     stored = put(inline_chain, b"soon garbage")
+    kept = put(inline_chain, b"still referenced")
     with database.write() as session:
         inline_chain.decref(session, stored.manifest_hash)
-    later = utcnow() + timedelta(seconds=3601)
-    report = collect_garbage(database, local_store, 3600, now=later)
-    assert report.manifests_removed == 1
-    report = collect_garbage(database, local_store, 3600, now=later + timedelta(seconds=3601))
+    now = utcnow()
+    assert collect_garbage(database, local_store, 3600, now=now).chunks_removed == 0  # grace
+    # No manifest to collect first: the chunk row goes once its own grace period is over.
+    report = collect_garbage(database, local_store, 3600, now=now + timedelta(seconds=3601))
+    assert report.manifests_removed == 0
     assert report.chunks_removed == 1 and report.bytes_freed == len(b"soon garbage")
-    assert kept_bytes(database) == {} and manifest_count(database) == 0
+    assert kept_bytes(database) == {kept.content_hash: b"still referenced"}
+    assert read(inline_chain, kept) == b"still referenced"
 
 
 def test_corrupt_kept_bytes_are_never_served_and_fsck_finds_them(
@@ -174,6 +246,19 @@ def test_corrupt_kept_bytes_are_never_served_and_fsck_finds_them(
     report = check(database, local_store, deep=True)
     assert report.corrupt == [stored.content_hash]
     assert report.affected_manifests == [stored.manifest_hash]
+
+
+def test_fsck_counts_content_references_into_the_chunk_refcount(
+    inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
+) -> None:
+    stored = put(inline_chain, b"counted twice")
+    with database.write() as session:
+        inline_chain.incref(session, stored.manifest_hash)
+    assert check(database, local_store).clean
+    with database.write() as session:
+        session.execute(update(BlobChunk).values(refcount=5))
+    report = check(database, local_store)
+    assert report.refcount_mismatches == [(stored.content_hash, 5, 2)]
 
 
 def test_concatenation_with_a_kept_part(

@@ -186,28 +186,31 @@ def test_concurrent_small_puts_all_land(live_server: LiveServer) -> None:
             assert got.body == f"{c}-{i}".encode() * 300
 
 
-def test_a_put_refused_at_commit_leaves_no_manifest(live_server: LiveServer) -> None:
-    """The manifest row is written in the node's transaction (``PendingContent``): a PUT the
-    quota refuses there leaves the previous version, no manifest and no chunk. These contents
-    are small, so their chunks were to be kept in their rows (``oxidav.blobs.inline``), which
-    that transaction writes: nothing of them reaches the database or the store. (A larger
-    content leaves unreferenced chunk rows and blobs, which gc collects:
+def test_a_put_refused_at_commit_leaves_no_content(live_server: LiveServer) -> None:
+    """A small content is named by its one chunk, whose row — bytes and reference — is written
+    in the node's transaction (``PendingContent``, ``oxidav.blobs.inline``): a PUT the quota
+    refuses there leaves the previous version and no row of its own, in the database or the
+    store. (A larger content leaves unreferenced chunk rows and blobs, which gc collects:
     ``tests/blobs/test_blob_gc_fsck.py``.)"""
     assert live_server.services is not None
     db, chain = live_server.services.db, live_server.services.blobs
+
+    def rows() -> list[Any]:
+        with db.read() as session:
+            assert session.execute(select(BlobManifest.hash)).all() == []
+            return session.execute(
+                select(BlobChunk.hash, BlobChunk.refcount, BlobChunk.content_refs)
+            ).all()
+
     with db.write() as session:
         session.execute(update(User).where(User.username == "alice").values(quota_bytes=100))
     assert live_server.request("PUT", url("/f.txt"), b"a" * 60).status == 201
-    with db.read() as session:
-        manifests = session.execute(select(BlobManifest.hash, BlobManifest.refcount)).all()
-    assert len(manifests) == 1 and manifests[0].refcount == 1
+    kept = rows()
+    assert [(row.refcount, row.content_refs) for row in kept] == [(1, 1)]
     assert live_server.request("PUT", url("/f.txt"), b"b" * 101).status == 507
     assert live_server.request("PUT", url("/g.txt"), b"c" * 50).status == 507
     assert live_server.request("GET", url("/f.txt")).body == b"a" * 60
-    with db.read() as session:
-        assert session.execute(select(BlobManifest.hash, BlobManifest.refcount)).all() == manifests
-        chunks = dict(session.execute(select(BlobChunk.hash, BlobChunk.refcount)).all())
-    assert sorted(chunks.values()) == [1]
+    assert rows() == kept
     assert list(chain.store.iter_keys()) == []
     collect_garbage(db, chain.store, grace_seconds=0)
     assert live_server.request("GET", url("/f.txt")).body == b"a" * 60

@@ -5,9 +5,14 @@ Reference counting, two levels:
 * ``blob_manifests.refcount`` counts the references held by the rest of oxidav (file versions,
   trash entries, copies); callers change it with ``BlobChain.incref`` / ``decref`` in their own
   transaction.
-* ``blob_chunks.refcount`` counts the entries of ``blob_manifest_chunks`` that name the chunk
-  (a chunk used twice by one manifest counts twice). It changes only when a manifest row is
-  created (ingest, concat) or collected (gc).
+* ``blob_chunks.refcount`` counts every use of the chunk: the entries of
+  ``blob_manifest_chunks`` that name it (a chunk used twice by one manifest counts twice) plus
+  its ``content_refs``. Entries change it when a manifest row is created (ingest, concat) or
+  collected (gc).
+* ``blob_chunks.content_refs`` counts the references the rest of oxidav holds on the chunk *as
+  a content*: a small content that is one chunk kept in its row is named by that chunk's hash,
+  with no manifest row (``oxidav.blobs.inline``), and ``incref`` / ``decref`` of that name
+  change both counts. A row with ``content_refs`` 0 is never a content name.
 
 ``orphaned_at`` is set whenever a row is (or becomes) unreferenced, and cleared when it gains a
 reference; gc removes rows, and the chunk bytes, that stayed unreferenced for a grace period.
@@ -52,6 +57,8 @@ class BlobChunk(Base):
     orphaned_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     #: The chunk's bytes, for a small chunk kept in the database (``oxidav.blobs.inline``).
     data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    #: References on the chunk as a whole content (included in ``refcount``).
+    content_refs: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
     __table_args__ = (_orphans_index("ix_blob_chunks_orphaned_at"),)
 
