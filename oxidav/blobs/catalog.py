@@ -110,26 +110,32 @@ _CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(pos
 _CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _CLAIM.items()}
 
 
-def _inline_statement(dialect: Any) -> Any:
-    """A chunk kept in its row gains ``refcount`` references, ``content_refs`` of them as a
-    content (``add_content_chunk``): a new row holds the bytes; an unreferenced existing one
-    (garbage, or another ingest's intent) is given them, so the content does not rely on its
-    blob; a referenced one keeps what it has."""
+def _inline_statement(dialect: Any, as_content: bool) -> Any:
+    """A chunk kept in its row gains ``refcount`` references — ``as_content``: as a content
+    named by the chunk, counted in ``content_refs`` too (``add_content_chunk``): a new row
+    holds the bytes; an unreferenced existing one (garbage, or another ingest's intent) is
+    given them, so the content does not rely on its blob; a referenced one keeps what it
+    has."""
     stmt = dialect.insert(_chunks)
-    return stmt.on_conflict_do_update(
-        index_elements=[_chunks.c.hash],
-        set_={
-            "refcount": _chunks.c.refcount + stmt.excluded.refcount,
-            "content_refs": _chunks.c.content_refs + stmt.excluded.content_refs,
-            "orphaned_at": None,
-            "data": case((_chunks.c.refcount == 0, stmt.excluded.data), else_=_chunks.c.data),
-        },
-    )
+    changes = {
+        "refcount": _chunks.c.refcount + stmt.excluded.refcount,
+        "orphaned_at": None,
+        "data": case((_chunks.c.refcount == 0, stmt.excluded.data), else_=_chunks.c.data),
+    }
+    if as_content:
+        changes["content_refs"] = (
+            func.coalesce(_chunks.c.content_refs, 0) + stmt.excluded.content_refs
+        )
+    return stmt.on_conflict_do_update(index_elements=[_chunks.c.hash], set_=changes)
 
 
 _ADD_INLINE = {
-    "sqlite": Prepared(_inline_statement(sqlite)),
-    "postgresql": Prepared(_inline_statement(postgresql)),
+    "sqlite": Prepared(_inline_statement(sqlite, as_content=False)),
+    "postgresql": Prepared(_inline_statement(postgresql, as_content=False)),
+}
+_ADD_CONTENT = {
+    "sqlite": Prepared(_inline_statement(sqlite, as_content=True)),
+    "postgresql": Prepared(_inline_statement(postgresql, as_content=True)),
 }
 
 
@@ -462,7 +468,6 @@ def create_manifest(
             "hash": entry.chunk_hash,
             "size": entry.size,
             "refcount": 1,
-            "content_refs": 0,
             "created_at": now,
             "orphaned_at": None,
             "data": inline,
@@ -561,7 +566,9 @@ def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: in
         if _CHANGE_CONTENT_REFS.run(conn, params).rowcount == 1:
             return
         chunk = conn.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
-        current = None if chunk is None else chunk.content_refs
+        # A content named by a chunk whose bytes may be gone (unreferenced, not in its row)
+        # is garbage: it cannot gain a reference again.
+        current = None if chunk is None or delta > 0 else chunk.content_refs
     if current is None:
         raise ManifestNotFoundError(manifest_hash)
     raise RefcountError(f"manifest {manifest_hash} has refcount {current}, cannot remove {-delta}")
@@ -569,16 +576,25 @@ def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: in
 
 # -- contents named by their chunk ----------------------------------------------------------
 
-#: The size and references of the content named by a chunk (a row that is one).
+#: The size and references of the content named by a chunk (a row that is or was one).
 _CONTENT_CHUNK = select(_chunks.c.size, _chunks.c.content_refs).where(
-    _chunks.c.hash == bindparam("key"), _chunks.c.content_refs > 0
+    _chunks.c.hash == bindparam("key"), _chunks.c.content_refs.is_not(None)
 )
-_NEW_CONTENT_REFS = _chunks.c.content_refs + bindparam("n", type_=BigInteger())
-_NEW_REFCOUNT = _chunks.c.refcount + bindparam("n", type_=BigInteger())
-#: ``n`` (positive or negative) references on a content named by its chunk.
+_CHANGE = bindparam("n", type_=BigInteger())
+_NEW_CONTENT_REFS = _chunks.c.content_refs + _CHANGE
+_NEW_REFCOUNT = _chunks.c.refcount + _CHANGE
+#: ``n`` (positive or negative) references on a content named by its chunk. Like an orphaned
+#: manifest, one without references may gain one again before gc collects it — only while
+#: its bytes are certain to exist: in its row, or in a blob that a manifest still uses (an
+#: unreferenced chunk's blob may be gone: ``claim_chunks``).
 _CHANGE_CONTENT_REFS = Prepared(
     update(_chunks)
-    .where(_chunks.c.hash == bindparam("key"), _chunks.c.content_refs > 0, _NEW_CONTENT_REFS >= 0)
+    .where(
+        _chunks.c.hash == bindparam("key"),
+        _chunks.c.content_refs.is_not(None),
+        _NEW_CONTENT_REFS >= 0,
+        or_(_CHANGE < 0, _chunks.c.refcount > 0, _chunks.c.data.is_not(None)),
+    )
     .values(
         content_refs=_NEW_CONTENT_REFS,
         refcount=_NEW_REFCOUNT,
@@ -607,7 +623,7 @@ def add_content_chunk(
         "orphaned_at": None,
         "data": data,
     }
-    _ADD_INLINE[conn.dialect.name].run(conn, row)
+    _ADD_CONTENT[conn.dialect.name].run(conn, row)
 
 
 def entries_from(

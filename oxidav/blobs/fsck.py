@@ -158,7 +158,7 @@ def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
             report.affected_manifests.extend(
                 session.execute(
                     select(_chunks.c.hash).where(
-                        _chunks.c.hash.in_(part), _chunks.c.content_refs > 0
+                        _chunks.c.hash.in_(part), _chunks.c.content_refs.is_not(None)
                     )
                 ).scalars()
             )
@@ -185,7 +185,7 @@ def _check_orphans(db: Database, store: BlobStore, report: FsckReport) -> None:
 
 def _check_counts(db: Database, report: FsckReport) -> None:
     with db.read() as session:
-        counted = func.count(_entries.c.chunk_hash) + _chunks.c.content_refs
+        counted = func.count(_entries.c.chunk_hash) + func.coalesce(_chunks.c.content_refs, 0)
         report.refcount_mismatches.extend(
             (row.hash, row.refcount, row.counted)
             for row in session.execute(

@@ -20,14 +20,16 @@ chunk (``blob_chunks.data``):
   the commit with ``sqlite_synchronous = "full"``).
 * **Named by its chunk**: such a content has no manifest row. Its manifest would be one entry
   naming its one chunk, so the chunk's hash — which is also the content's BLAKE3 — names the
-  content, and the chunk row counts its references (``blob_chunks.content_refs``, included in
-  ``refcount``). A manifest row and its entry row cost a small PUT two statements and five
-  database pages of its commit; without them a 4 KiB PUT ran 1.14 to 1.17 times as fast
-  (bench/RESULTS.md). ``incref`` / ``decref`` / ``stat`` / ``open`` / ``concat`` take either
-  kind of name: a manifest row first, else a chunk row with ``content_refs > 0``. The two
-  kinds cannot meet: a manifest's name is the BLAKE3 of ``MANIFEST_MAGIC`` and its entries,
-  and a content whose bytes begin with ``MANIFEST_MAGIC`` keeps a manifest row (as before);
-  a chunk row with ``content_refs`` 0 names no content.
+  content, and the chunk row counts its references (``blob_chunks.content_refs``, included
+  in ``refcount``; NULL on a chunk that never was a content). A manifest row and its entry
+  row cost a small PUT two statements and five database pages of its commit; without them a
+  4 KiB PUT ran 1.14 to 1.17 times as fast (bench/RESULTS.md). ``incref`` / ``decref`` /
+  ``stat`` / ``open`` / ``concat`` take either kind of name: a manifest row first, else a
+  chunk row with ``content_refs``. The two kinds cannot meet: a manifest's name is the
+  BLAKE3 of ``MANIFEST_MAGIC`` and its entries, and a content whose bytes begin with
+  ``MANIFEST_MAGIC`` keeps a manifest row (as before). Like an orphaned manifest, such a
+  content without references may gain one again until gc collects it, as long as its bytes
+  are certain to exist (in its row, or in a blob that a manifest still uses).
 * An existing row of the same chunk is reused: a referenced one keeps what it has (its blob
   or its bytes); an unreferenced one — garbage, or another ingest's intent — gets the bytes,
   so this content never depends on a blob that gc may be deleting.

@@ -61,7 +61,7 @@ _PAGE = union_all(
     ),
     select(literal(0, BigInteger()), _chunks.c.size, _chunks.c.hash).where(
         _chunks.c.hash == bindparam("manifest_hash"),
-        _chunks.c.content_refs > 0,
+        _chunks.c.content_refs.is_not(None),
         bindparam("lo") == 0,
     ),
 ).order_by("start")

@@ -47,7 +47,7 @@ def kept_bytes(database: Database) -> dict[str, bytes | None]:
         return {key: None if data is None else bytes(data) for key, data in rows}
 
 
-def content_refs(database: Database) -> dict[str, int]:
+def content_refs(database: Database) -> dict[str, int | None]:
     with database.read() as session:
         return dict(session.execute(select(BlobChunk.hash, BlobChunk.content_refs)).all())
 
@@ -138,11 +138,41 @@ def test_references_on_a_content_named_by_its_chunk(
     with database.read() as session:
         row = session.execute(select(BlobChunk.refcount, BlobChunk.orphaned_at)).one()
     assert row.refcount == 0 and row.orphaned_at is not None  # garbage, after a grace period
-    # At zero it names no content any more: only a new PUT of the bytes makes it one again.
+    # Like an orphaned manifest, it may gain a reference again until gc collects it: its
+    # bytes are in its row.
+    with database.write() as session:
+        inline_chain.incref(session, stored.manifest_hash)
+    with database.read() as session:
+        row = session.execute(select(BlobChunk.refcount, BlobChunk.orphaned_at)).one()
+    assert row.refcount == 1 and row.orphaned_at is None
+    assert read(inline_chain, stored) == b"copied, then deleted"
+    assert check(database, local_store, deep=True).clean
+
+
+def test_an_unreferenced_content_whose_blob_may_be_gone_is_not_revived(
+    inline_chain: BlobChain, database: Database, local_store: LocalBlobStore
+) -> None:
+    data = random_bytes(3000, seed=12)
+    longer = inline_chain.ingest([data])  # its one chunk is a blob...
+    with database.write() as session:
+        inline_chain.incref(session, longer.manifest_hash)
+    stored = put(inline_chain, data)  # ...which the content named by that chunk relies on
+    assert kept_bytes(database) == {stored.content_hash: None}
+    with database.write() as session:
+        inline_chain.decref(session, stored.manifest_hash)
+        inline_chain.incref(session, stored.manifest_hash)  # the manifest still uses the blob
+        inline_chain.decref(session, stored.manifest_hash)
+        inline_chain.decref(session, longer.manifest_hash)
+    later = utcnow() + timedelta(seconds=3601)
+    assert collect_garbage(database, local_store, 3600, now=later).manifests_removed == 1
+    # Nothing uses the chunk now: a gc may be deleting its blob, so the name stays dead.
+    assert chunk_refcounts(database) == {stored.content_hash: 0}
     with pytest.raises(ManifestNotFoundError), database.write() as session:
         inline_chain.incref(session, stored.manifest_hash)
-    assert read(inline_chain, put(inline_chain, b"copied, then deleted")) == b"copied, then deleted"
-    assert check(database, local_store, deep=True).clean
+    # A new PUT of the bytes is a new content again, kept in its row.
+    again = put(inline_chain, data)
+    assert kept_bytes(database) == {again.content_hash: data}
+    assert read(inline_chain, again) == data
 
 
 def test_a_chunk_that_is_only_part_of_a_manifest_names_no_content(
@@ -168,7 +198,7 @@ def test_a_chunk_that_begins_like_a_manifest_keeps_a_manifest_row(
     assert stored.manifest_hash != stored.content_hash
     assert manifest_count(database) == 1
     assert kept_bytes(database) == {stored.content_hash: data}
-    assert content_refs(database) == {stored.content_hash: 0}
+    assert content_refs(database) == {stored.content_hash: None}  # never a content itself
     assert read(inline_chain, stored) == data
     assert check(database, local_store, deep=True).clean
 

@@ -12,7 +12,8 @@ Reference counting, two levels:
 * ``blob_chunks.content_refs`` counts the references the rest of oxidav holds on the chunk *as
   a content*: a small content that is one chunk kept in its row is named by that chunk's hash,
   with no manifest row (``oxidav.blobs.inline``), and ``incref`` / ``decref`` of that name
-  change both counts. A row with ``content_refs`` 0 is never a content name.
+  change both counts. NULL: the chunk has never been a content of its own (its hash names no
+  content); 0: a content without references, collected like an orphaned manifest.
 
 ``orphaned_at`` is set whenever a row is (or becomes) unreferenced, and cleared when it gains a
 reference; gc removes rows, and the chunk bytes, that stayed unreferenced for a grace period.
@@ -58,7 +59,7 @@ class BlobChunk(Base):
     #: The chunk's bytes, for a small chunk kept in the database (``oxidav.blobs.inline``).
     data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     #: References on the chunk as a whole content (included in ``refcount``).
-    content_refs: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    content_refs: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (_orphans_index("ix_blob_chunks_orphaned_at"),)
 

@@ -15,18 +15,16 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # A constant default: an O(1) change of the table on SQLite and PostgreSQL alike.
-    op.add_column(
-        "blob_chunks",
-        sa.Column("content_refs", sa.BigInteger(), nullable=False, server_default=sa.text("0")),
-    )
+    # Nullable, no default: an O(1) change of the table on SQLite and PostgreSQL alike, and no
+    # existing chunk is a content of its own.
+    op.add_column("blob_chunks", sa.Column("content_refs", sa.BigInteger(), nullable=True))
 
 
 def downgrade() -> None:
     # Contents named by their chunk have no manifest row: dropping the count would orphan them.
     named = (
         op.get_bind()
-        .execute(sa.text("SELECT COUNT(*) FROM blob_chunks WHERE content_refs > 0"))
+        .execute(sa.text("SELECT COUNT(*) FROM blob_chunks WHERE content_refs IS NOT NULL"))
         .scalar()
     )
     if named:
