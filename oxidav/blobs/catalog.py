@@ -20,7 +20,6 @@ from sqlalchemy import (
     case,
     func,
     literal,
-    null,
     or_,
     select,
     update,
@@ -29,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from oxidav.blobs.chunk_rows import add_inline_chunk, change_content_refs, content_chunk
 from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
 from oxidav.db import Database, Transaction, UTCDateTime, core, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
@@ -110,35 +110,6 @@ _CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(pos
 _CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _CLAIM.items()}
 
 
-def _inline_statement(dialect: Any, as_content: bool) -> Any:
-    """A chunk kept in its row gains ``refcount`` references — ``as_content``: as a content
-    named by the chunk, counted in ``content_refs`` too (``add_content_chunk``): a new row
-    holds the bytes; an unreferenced existing one (garbage, or another ingest's intent) is
-    given them, so the content does not rely on its blob; a referenced one keeps what it
-    has."""
-    stmt = dialect.insert(_chunks)
-    changes = {
-        "refcount": _chunks.c.refcount + stmt.excluded.refcount,
-        "orphaned_at": None,
-        "data": case((_chunks.c.refcount == 0, stmt.excluded.data), else_=_chunks.c.data),
-    }
-    if as_content:
-        changes["content_refs"] = (
-            func.coalesce(_chunks.c.content_refs, 0) + stmt.excluded.content_refs
-        )
-    return stmt.on_conflict_do_update(index_elements=[_chunks.c.hash], set_=changes)
-
-
-_ADD_INLINE = {
-    "sqlite": Prepared(_inline_statement(sqlite, as_content=False)),
-    "postgresql": Prepared(_inline_statement(postgresql, as_content=False)),
-}
-_ADD_CONTENT = {
-    "sqlite": Prepared(_inline_statement(sqlite, as_content=True)),
-    "postgresql": Prepared(_inline_statement(postgresql, as_content=True)),
-}
-
-
 def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: datetime) -> set[str]:
     """Of the chunks ``sizes`` (hash -> size) an ingest is about to need, return those it must
     write, having recorded the intent to write them: every chunk without a row or with an
@@ -207,7 +178,7 @@ def adopt_orphan_files(session: Session, sizes: dict[str, int], now: datetime) -
 @dataclass(frozen=True)
 class ManifestInfo:
     """A manifest row, detached from any session; or, ``by_chunk``, a content named by its
-    one chunk (``add_content_chunk``), which has no manifest row."""
+    one chunk (``chunk_rows.add_content_chunk``), which has no manifest row."""
 
     hash: str
     size: int
@@ -230,7 +201,7 @@ def get_manifest(session: Session, manifest_hash: str) -> ManifestInfo | None:
     ).first()
     if row is not None:
         return ManifestInfo(*row)
-    chunk = session.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
+    chunk = content_chunk(core(session), manifest_hash)
     if chunk is None:
         return None
     size, references = chunk
@@ -472,7 +443,7 @@ def create_manifest(
             "orphaned_at": None,
             "data": inline,
         }
-        _ADD_INLINE[conn.dialect.name].run(conn, row)
+        add_inline_chunk(conn, row)
         _INSERT_ENTRY.run(conn, _entry_row(builder.hash, entry))
         return True
     uses = builder.chunk_uses()
@@ -562,68 +533,15 @@ def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: in
         return
     current = conn.execute(_MANIFEST_REFCOUNT, {"manifest_hash": manifest_hash}).scalar()
     if current is None:
-        params = {"key": manifest_hash, "n": delta, "now": utcnow()}
-        if _CHANGE_CONTENT_REFS.run(conn, params).rowcount == 1:
+        if change_content_refs(conn, manifest_hash, delta, utcnow()):
             return
-        chunk = conn.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
+        chunk = content_chunk(conn, manifest_hash)
         # A content named by a chunk whose bytes may be gone (unreferenced, not in its row)
         # is garbage: it cannot gain a reference again.
-        current = None if chunk is None or delta > 0 else chunk.content_refs
+        current = None if chunk is None or delta > 0 else chunk[1]
     if current is None:
         raise ManifestNotFoundError(manifest_hash)
     raise RefcountError(f"manifest {manifest_hash} has refcount {current}, cannot remove {-delta}")
-
-
-# -- contents named by their chunk ----------------------------------------------------------
-
-#: The size and references of the content named by a chunk (a row that is or was one).
-_CONTENT_CHUNK = select(_chunks.c.size, _chunks.c.content_refs).where(
-    _chunks.c.hash == bindparam("key"), _chunks.c.content_refs.is_not(None)
-)
-_CHANGE = bindparam("n", type_=BigInteger())
-_NEW_CONTENT_REFS = _chunks.c.content_refs + _CHANGE
-_NEW_REFCOUNT = _chunks.c.refcount + _CHANGE
-#: ``n`` (positive or negative) references on a content named by its chunk. Like an orphaned
-#: manifest, one without references may gain one again before gc collects it — only while
-#: its bytes are certain to exist: in its row, or in a blob that a manifest still uses (an
-#: unreferenced chunk's blob may be gone: ``claim_chunks``).
-_CHANGE_CONTENT_REFS = Prepared(
-    update(_chunks)
-    .where(
-        _chunks.c.hash == bindparam("key"),
-        _chunks.c.content_refs.is_not(None),
-        _NEW_CONTENT_REFS >= 0,
-        or_(_CHANGE < 0, _chunks.c.refcount > 0, _chunks.c.data.is_not(None)),
-    )
-    .values(
-        content_refs=_NEW_CONTENT_REFS,
-        refcount=_NEW_REFCOUNT,
-        orphaned_at=case((_NEW_REFCOUNT == 0, bindparam("now", type_=UTCDateTime())), else_=null()),
-    )
-)
-
-
-def add_content_chunk(
-    session: Transaction, chunk_hash: str, data: bytes, references: int, now: datetime
-) -> None:
-    """Make the one-chunk content ``data`` (its chunk hash, which is also its content hash,
-    ``chunk_hash``) a content named by that hash, with ``references`` more references: the
-    chunk row is created holding the bytes, or an existing one counts them (and, when it was
-    unreferenced, takes the bytes). No manifest row: this content's manifest would be one
-    entry naming this chunk (``oxidav.blobs.inline``)."""
-    if references <= 0:
-        raise ValueError("a content is created with at least one reference")
-    conn = core(session)
-    row = {
-        "hash": chunk_hash,
-        "size": len(data),
-        "refcount": references,
-        "content_refs": references,
-        "created_at": now,
-        "orphaned_at": None,
-        "data": data,
-    }
-    _ADD_CONTENT[conn.dialect.name].run(conn, row)
 
 
 def entries_from(
@@ -644,10 +562,10 @@ def entries_from(
     ).all()
     if rows or limit <= 0:
         return [ManifestEntry(row.start, row.size, row.chunk_hash) for row in rows]
-    chunk = session.execute(_CONTENT_CHUNK, {"key": manifest_hash}).first()
-    if chunk is None or position >= chunk.size:
+    chunk = content_chunk(core(session), manifest_hash)
+    if chunk is None or position >= chunk[0]:
         return []
-    return [ManifestEntry(0, chunk.size, manifest_hash)]
+    return [ManifestEntry(0, chunk[0], manifest_hash)]
 
 
 def iter_entries(db: Database, manifest_hash: str, page: int = 1000) -> Iterator[ManifestEntry]:
@@ -670,7 +588,6 @@ __all__ = [
     "ManifestInfo",
     "ManifestNotFoundError",
     "RefcountError",
-    "add_content_chunk",
     "adopt_orphan_files",
     "change_manifest_refcount",
     "chunk_refcounts",

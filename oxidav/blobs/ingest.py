@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from oxidav.blobs import catalog
+from oxidav.blobs.chunk_rows import add_content_chunk
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkedContent, ChunkParams
 from oxidav.blobs.manifests import MANIFEST_MAGIC, ManifestBuilder
 from oxidav.blobs.store import BlobStore
@@ -80,7 +81,7 @@ class PendingContent(StoredContent):
     #: The bytes of the content's one chunk, to keep in its row (``oxidav.blobs.inline``).
     inline: bytes | None = field(default=None, repr=False, compare=False)
     #: The content is named by its one chunk (``manifest_hash`` is the chunk's hash) and has
-    #: no manifest row (``catalog.add_content_chunk``).
+    #: no manifest row (``chunk_rows.add_content_chunk``).
     by_chunk: bool = False
 
     def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
@@ -90,7 +91,7 @@ class PendingContent(StoredContent):
             if not n:
                 return
             if self.by_chunk and self.inline is not None:
-                catalog.add_content_chunk(session, self.manifest_hash, self.inline, n, utcnow())
+                add_content_chunk(session, self.manifest_hash, self.inline, n, utcnow())
             else:
                 catalog.create_manifest(
                     session, self.builder, self.content_hash, utcnow(), n, inline=self.inline

@@ -10,7 +10,7 @@ chunk (``blob_chunks.data``):
 
 * **Writing** (``Ingest.run(publish=False)``, the PUT path): the chunk is neither claimed nor
   written to the store. The ``PendingContent`` carries its bytes, and its ``incref``, inside
-  the caller's transaction, upserts the chunk row with them (``catalog.add_content_chunk``):
+  the caller's transaction, upserts the chunk row with them (``chunk_rows.add_content_chunk``):
   chunk and node row commit in one transaction, or neither does. The rule of DESIGN §6 — a
   content is never visible before the bytes it names are as durable as it is — holds by
   construction: the bytes are in the same commit as the row that names them. A crash loses
