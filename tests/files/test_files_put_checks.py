@@ -186,6 +186,48 @@ def test_concurrent_small_puts_all_land(live_server: LiveServer) -> None:
             assert got.body == f"{c}-{i}".encode() * 300
 
 
+def test_one_small_content_written_and_replaced_concurrently_keeps_exact_counts(
+    live_server: LiveServer,
+) -> None:
+    """Eight clients PUT the same small content (named by its one chunk), then overwrite half
+    of their files with another: the two chunk rows count exactly the files that hold each
+    content (SQLite's one writer, PostgreSQL's upsert and row locks), and fsck finds nothing
+    wrong."""
+    assert live_server.services is not None
+    db, chain = live_server.services.db, live_server.services.blobs
+    same, other = b"the same small file " * 100, b"another small file " * 100
+    clients, per_client = 8, 6
+    statuses: list[int] = []
+
+    def worker(c: int) -> None:
+        for i in range(per_client):
+            statuses.append(live_server.request("PUT", url(f"/s{c}-{i}"), same).status)
+        for i in range(0, per_client, 2):
+            statuses.append(live_server.request("PUT", url(f"/s{c}-{i}"), other).status)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    half = clients * per_client // 2
+    assert sorted(statuses) == [201] * (2 * half) + [204] * half
+    with db.read() as session:
+        assert session.execute(select(BlobManifest.hash)).all() == []
+        counts = {
+            row.hash: (row.refcount, row.content_refs)
+            for row in session.execute(
+                select(BlobChunk.hash, BlobChunk.refcount, BlobChunk.content_refs)
+            )
+        }
+    assert sorted(counts.values()) == [(half, half), (half, half)]
+    for c in range(clients):
+        for i in range(per_client):
+            body = live_server.request("GET", url(f"/s{c}-{i}")).body
+            assert body == (other if i % 2 == 0 else same)
+    assert check(db, chain.store, deep=True).clean
+
+
 def test_a_put_refused_at_commit_leaves_no_content(live_server: LiveServer) -> None:
     """A small content is named by its one chunk, whose row — bytes and reference — is written
     in the node's transaction (``PendingContent``, ``oxidav.blobs.inline``): a PUT the quota
