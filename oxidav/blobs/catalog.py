@@ -529,12 +529,10 @@ def change_manifest_refcount(session: Transaction, manifest_hash: str, delta: in
     else:
         params = {"manifest_hash": manifest_hash, "n": -delta, "now": utcnow()}
         result = conn.execute(_DECREF_MANIFEST, params)
-    if result.rowcount == 1:
+    if result.rowcount == 1 or change_content_refs(conn, manifest_hash, delta, utcnow()):
         return
     current = conn.execute(_MANIFEST_REFCOUNT, {"manifest_hash": manifest_hash}).scalar()
     if current is None:
-        if change_content_refs(conn, manifest_hash, delta, utcnow()):
-            return
         chunk = content_chunk(conn, manifest_hash)
         # A content named by a chunk whose bytes may be gone (unreferenced, not in its row)
         # is garbage: it cannot gain a reference again.
