@@ -80,9 +80,13 @@ class PendingContent(StoredContent):
     builder: ManifestBuilder | None = field(default=None, repr=False, compare=False)
     #: The bytes of the content's one chunk, to keep in its row (``oxidav.blobs.inline``).
     inline: bytes | None = field(default=None, repr=False, compare=False)
-    #: The content is named by its one chunk (``manifest_hash`` is the chunk's hash) and has
-    #: no manifest row (``chunk_rows.add_content_chunk``).
-    by_chunk: bool = False
+
+    @property
+    def by_chunk(self) -> bool:
+        """The content is named by its one chunk kept in its row and has no manifest row
+        (``chunk_rows.add_content_chunk``): its name is then its content hash, which no
+        manifest's name ever is."""
+        return self.inline is not None and self.manifest_hash == self.content_hash
 
     def incref(self, session: Transaction, manifest_hash: str, n: int = 1) -> None:
         if n < 0:
@@ -90,8 +94,9 @@ class PendingContent(StoredContent):
         if manifest_hash == self.manifest_hash and self.builder is not None:
             if not n:
                 return
-            if self.by_chunk and self.inline is not None:
-                add_content_chunk(session, self.manifest_hash, self.inline, n, utcnow())
+            inline = self.inline
+            if inline is not None and self.by_chunk:
+                add_content_chunk(session, self.manifest_hash, inline, n, utcnow())
             else:
                 catalog.create_manifest(
                     session, self.builder, self.content_hash, utcnow(), n, inline=self.inline
@@ -257,9 +262,7 @@ class Ingest:
                 # begin like a manifest's encoding keeps a manifest row: no content named by a
                 # chunk can then share a name with a manifest.)
                 name = content.content_hash
-                return PendingContent(
-                    name, builder.size, name, content.md5, builder, inline, by_chunk=True
-                )
+                return PendingContent(name, builder.size, name, content.md5, builder, inline)
             return PendingContent(
                 builder.hash, builder.size, content.content_hash, content.md5, builder, inline
             )
