@@ -25,7 +25,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
@@ -174,12 +173,12 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
             return node
         if target.user_id == mounts.user_id:
             if node.is_folder and mounts.rolls_up(target.tree_path):
-                return replace(node, etag=mounts.etag(node.etag))
+                return node._replace(etag=mounts.etag(node.etag))
             return node
         found = view_for(environ, self.share_path + path)
         if found is not None and found[1] == found[0].tree_root:
             name = unicodedata.normalize("NFC", found[0].url_root.rsplit("/", 1)[1])
-            return replace(node, name=name)
+            return node._replace(name=name)
         return node
 
     def exists(self, path: str, environ: dict[str, Any]) -> bool:

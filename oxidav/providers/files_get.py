@@ -52,7 +52,12 @@ def rfc1123_date(stamp: float) -> str:
     """``util.get_rfc1123_time(stamp)`` (``email.utils.formatdate``, GMT), the same text at a
     quarter of the cost — a PROPFIND formats one per member. The second is the one
     ``datetime.fromtimestamp`` rounds to, as ``formatdate``'s."""
-    d = datetime.fromtimestamp(stamp, UTC)
+    return rfc1123_of(datetime.fromtimestamp(stamp, UTC))
+
+
+def rfc1123_of(d: datetime) -> str:
+    """``rfc1123_date(d.timestamp())`` of an aware UTC datetime, without the round trip through
+    a float: a PROPFIND formats each member's mtime, already a UTC datetime."""
     return (
         f"{_DAYS[d.weekday()]}, {d.day:02d} {_MONTHS[d.month]} {d.year:04d} "
         f"{d.hour:02d}:{d.minute:02d}:{d.second:02d} GMT"

@@ -24,7 +24,7 @@ from lxml import etree
 from wsgidav import util
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_http_status_string
 
-from oxidav.providers.files_get import rfc1123_date
+from oxidav.providers.files_get import rfc1123_of
 from oxidav.providers.files_resources import FileResource, FolderResource
 
 BUFFER_LIMIT = 8 << 20
@@ -53,7 +53,7 @@ def _etag(res: Resource) -> str | None:
 
 
 def _lastmodified(res: Resource) -> str | None:
-    return f"<D:getlastmodified>{rfc1123_date(res.node.mtime.timestamp())}</D:getlastmodified>"
+    return f"<D:getlastmodified>{rfc1123_of(res.node.mtime)}</D:getlastmodified>"
 
 
 def _resourcetype(res: Resource) -> str | None:

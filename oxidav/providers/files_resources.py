@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -317,7 +316,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         members: list[_NodeResource] = []
         for child in children:
             if child.is_folder and mounts is not None and mounts.rolls_up(child.path):
-                child = replace(child, etag=mounts.etag(child.etag))
+                child = child._replace(etag=mounts.etag(child.etag))
             member: _NodeResource
             if child.is_folder:
                 member = FolderResource.__new__(FolderResource)
@@ -348,7 +347,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             or self.target.tree_path != mounts.folder
         ):
             return []
-        nodes = [replace(m.node, name=m.name) for m in mounts.mounts]
+        nodes = [m.node._replace(name=m.name) for m in mounts.mounts]
         targets = [Target(m.owner, m.node.user_id, m.node.path) for m in mounts.mounts]
         roots = [
             lock_rows.normalize_root(self.provider.ref_url(t, n.is_folder))

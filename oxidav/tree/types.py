@@ -1,7 +1,7 @@
 """Plain values the tree hands out: ``NodeInfo`` (one node row) and the blob-chain protocols.
 
-Reads return ``NodeInfo`` (a frozen, slotted snapshot built from one row) rather than ORM
-objects: cheap to build for a page of thousands of children and safe to keep after the session.
+Reads return ``NodeInfo`` (an immutable named tuple built from one row) rather than ORM objects:
+cheap to build for a page of thousands of children and safe to keep after the session.
 The tree does not import the blob chain; it needs only ``incref``/``decref`` in the caller's
 transaction (``ContentRefs``) and the three facts of a stored content (``ContentFacts``), which
 ``oxidav.blobs.BlobChain`` and ``oxidav.blobs.StoredContent`` provide.
@@ -9,9 +9,8 @@ transaction (``ContentRefs``) and the three facts of a stored content (``Content
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from oxidav.db import Transaction
 from oxidav.db.models.tree import Node
@@ -38,9 +37,10 @@ class ContentFacts(Protocol):
     def content_hash(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    """A snapshot of one live node row."""
+class NodeInfo(NamedTuple):
+    """A snapshot of one live node row. A named tuple, not a frozen dataclass: it is built from
+    the row's tuple in one step (0.2 µs against 2.3 µs for a frozen dataclass's ``__init__``),
+    and a 5000-file PROPFIND builds 5000 of them. ``node._replace(...)`` makes a changed copy."""
 
     id: int
     user_id: int
@@ -59,7 +59,8 @@ class NodeInfo:
 
     @classmethod
     def from_row(cls, row: Any) -> NodeInfo:
-        return cls(*row)
+        """The snapshot of a row selected with ``NODE_COLUMNS``."""
+        return tuple.__new__(cls, row)
 
 
 #: The columns of ``NodeInfo``, in order, for ``select(*NODE_COLUMNS)``.

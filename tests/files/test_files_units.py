@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 
 import pytest
@@ -16,6 +17,7 @@ from oxidav.providers.files_get import (
     http_date_now,
     parse_ranges,
     rfc1123_date,
+    rfc1123_of,
 )
 from oxidav.providers.files_locks import _ancestors
 
@@ -76,6 +78,16 @@ def test_rfc1123_dates_of_a_year_equal_formatdate() -> None:
     for hour in range(0, 366 * 24, 7):  # every weekday, month and hour of a leap year
         stamp = 1_704_067_200 + hour * 3600 + hour % 60 + 0.5
         assert rfc1123_date(stamp) == formatdate(stamp, usegmt=True)
+
+
+def test_a_datetime_is_formatted_as_its_timestamp() -> None:
+    """A PROPFIND's getlastmodified (``rfc1123_of(mtime)``) is the GET's Last-Modified
+    (``http_date(mtime.timestamp())``), the last microsecond of a second included."""
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    for step in range(0, 366 * 24 * 3600, 3 * 3600 + 7):
+        for micro in (0, 1, 500_000, 999_999):
+            when = start + timedelta(seconds=step, microseconds=micro)
+            assert rfc1123_of(when) == rfc1123_date(when.timestamp())
 
 
 def test_http_dates_kept_are_bounded() -> None:
