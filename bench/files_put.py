@@ -8,13 +8,19 @@ minute to the next (the FilesystemProvider's CPU per PUT is ~1.0 ms in one minut
 in the next), and a single run of each compared two different minutes. Afterwards every file
 is read back from both servers and must be byte-equal.
 
+Before the timed rounds each server PUTs one untimed round (``--warmup``): on a freshly booted
+machine the FilesystemProvider's first thousands of files grow the page cache into memory the
+KVM host had taken back, and its rate rose from ~400 to ~1000 files/s within one run, while
+oxidav's (whose WAL reuses its pages) stayed flat — the median then compared oxidav with a
+FilesystemProvider slower than it is at its steady state (RESULTS.md, round 12).
+
 Gate (issue 8): oxidav is at least 1.0x the FilesystemProvider with 1 and with 8 clients —
 while keeping durability before visibility: a chunk in the blob store is synced before its
 manifest and node rows commit, and a small content's one chunk (``blob_inline_max``, 16 KiB:
 all of these files) is kept in its row and commits with them (``oxidav.blobs.inline``); exits
 1 otherwise.
 
-    python -m bench files_put [--files 2000] [--rounds 3] [--db-url URL]
+    python -m bench files_put [--files 2000] [--rounds 3] [--warmup 1] [--db-url URL]
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench files_put")
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds per server first")
     parser.add_argument("--db-url", default=None, help="an empty PostgreSQL database (optional)")
     args = parser.parse_args(argv)
     samples: dict[tuple[str, int], list[float]] = {}
@@ -99,6 +106,10 @@ def main(argv: list[str]) -> int:
             servers.enter_context(filesystem_server(root)),
             servers.enter_context(oxidav_server(env)),
         ]
+        for warmup in range(args.warmup):
+            for server in both:
+                for clients in (1, 8):
+                    put_all(server, args.files, clients, f"warmup{warmup}-{clients}")
         for round_no in range(args.rounds):
             for server in both if round_no % 2 == 0 else reversed(both):
                 for clients in (1, 8):
