@@ -42,9 +42,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "sqlite":
-            text_type = _SQLiteUTCText()  # type: ignore[no-untyped-call]  # SQLAlchemy's own
-            return dialect.type_descriptor(text_type)
-        return dialect.type_descriptor(DateTime())
+            return _SQLiteUTCText()  # type: ignore[no-untyped-call]  # SQLAlchemy's own
+        return super().load_dialect_impl(dialect)
 
     def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
         if value is None:
