@@ -1,0 +1,91 @@
+"""One measurement of ``files_put_cpu``: small PUTs through oxidav's WSGI app in this process.
+
+Run by path (``python bench/_put_cpu_worker.py DATA_DIR FILES WARMUP``) with ``PYTHONPATH`` naming
+the folder whose ``oxidav`` package is measured. The data folder must hold a migrated database
+with user alice (``oxidav user add``). PUTs ``WARMUP`` untimed files, then ``FILES`` timed ones
+(distinct 4 KiB contents, ``files_put.content``'s), each into a new name of one folder, and
+prints one JSON line: the thread's CPU microseconds per timed PUT and the SHA-256 of every
+timed file as a GET through the same app returns it (statuses included), which BEFORE and
+AFTER must share.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+SIZE = 4096
+BASE = "/remote.php/dav/files/alice/"
+AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
+
+
+def content(i: int, run: str) -> bytes:
+    seed = hashlib.sha256(f"{run}/{i}".encode()).digest()
+    return (seed * (SIZE // len(seed) + 1))[:SIZE]
+
+
+def request(
+    app: Callable[..., Any], method: str, path: str, body: bytes = b""
+) -> tuple[str, bytes]:
+    environ = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": BASE + path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": AUTH,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    status: list[str] = []
+
+    def start_response(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        status.append(line)
+
+    body_out = b"".join(app(environ, start_response))
+    return status[0], body_out
+
+
+def main(data_dir: str, files: int, warmup: int) -> None:
+    os.environ["OXIDAV_DATA_DIR"] = data_dir
+    os.environ["OXIDAV_LOG_LEVEL"] = "WARNING"
+    from oxidav.app import make_app
+    from oxidav.settings import load_settings
+
+    app = make_app(load_settings())
+    for run, count in (("warmup", warmup), ("timed", files)):
+        status, _ = request(app, "MKCOL", run)
+        if not status.startswith("201"):
+            raise SystemExit(f"MKCOL {run}: {status}")
+        bodies = [content(i, run) for i in range(count)]
+        started = time.thread_time()
+        for i, body in enumerate(bodies):
+            status, _ = request(app, "PUT", f"{run}/f{i}.bin", body)
+            if not status.startswith(("201", "204")):
+                raise SystemExit(f"PUT {run}/f{i}.bin: {status}")
+        cpu = time.thread_time() - started
+    answers = hashlib.sha256()
+    for i in range(files):
+        status, body = request(app, "GET", f"timed/f{i}.bin")
+        answers.update(status.encode() + hashlib.sha256(body).digest())
+    print(json.dumps({"cpu_us_per_put": 1e6 * cpu / files, "answers": answers.hexdigest()}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

@@ -1,0 +1,110 @@
+"""BEFORE/AFTER gate of the server CPU a small PUT costs, without HTTP (issue 8).
+
+``files_gate put`` times whole HTTP round trips with a client on the same 2-core machine: a
+change worth 3 % of a PUT's CPU disappears in its ±20 % from one minute to the next. This gate
+measures what such a change is made for: the CPU time one thread spends per 4 KiB PUT through
+oxidav's WSGI app (the files provider, the Nextcloud and authz middleware, the SQLite commit),
+called in-process. Each measurement is a fresh process on a fresh data folder
+(``_put_cpu_worker``: ``--warmup`` untimed PUTs, then ``--files`` timed ones); BEFORE and AFTER
+run in turn, ``--pairs`` times, alternating which goes first, and the verdict is the median of
+the pairs' ratios BEFORE/AFTER, so a drift of the machine's speed hits both sides of a pair.
+Every file is read back through the app, and both must return the same bytes and statuses.
+
+Exits 1 unless the median ratio is above 1.0 (AFTER spends less CPU per PUT), or when the
+answers differ.
+
+    python -m bench files_put_cpu [--pairs 8] [--files 4000] [--warmup 500]
+        [--before REV | --before-src DIR] [--after-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench._revisions import export_revision
+
+WORKER = Path(__file__).with_name("_put_cpu_worker.py")
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, object]:
+    """One worker process on ``source``'s ``oxidav`` package and a new data folder."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(source),
+        "OXIDAV_DATA_DIR": str(data_dir),
+        "OXIDAV_LOG_LEVEL": "WARNING",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    done = subprocess.run(
+        [sys.executable, str(WORKER), str(data_dir), str(files), str(warmup)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench files_put_cpu")
+    parser.add_argument("--before", default="HEAD", help="git revision of BEFORE")
+    parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
+    parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--files", type=int, default=4000)
+    parser.add_argument("--warmup", type=int, default=500)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as name:
+        tmp = Path(name)
+        if args.before_src is not None:
+            before = args.before_src.resolve()
+            print(f"BEFORE: {before}/oxidav")
+        else:
+            before = export_revision(args.before, tmp / "before-src")
+            print(f"BEFORE: {args.before}")
+        after = CHECKOUT if args.after_src is None else args.after_src.resolve()
+        print(f"AFTER: {after}/oxidav")
+        cpu: dict[str, list[float]] = {"BEFORE": [], "AFTER": []}
+        answers: set[object] = set()
+        ratios: list[float] = []
+        for pair in range(args.pairs):
+            order = [("BEFORE", before), ("AFTER", after)]
+            for name, source in order if pair % 2 == 0 else reversed(order):
+                found = measure(source, tmp / f"{name}-{pair}", args.files, args.warmup)
+                cpu[name].append(float(str(found["cpu_us_per_put"])))
+                answers.add(found["answers"])
+            ratios.append(cpu["BEFORE"][-1] / cpu["AFTER"][-1])
+            print(
+                f"pair {pair}: BEFORE {cpu['BEFORE'][-1]:.0f} µs, AFTER {cpu['AFTER'][-1]:.0f} µs"
+                f" per PUT, BEFORE/AFTER {ratios[-1]:.3f}",
+                flush=True,
+            )
+    if len(answers) != 1:
+        print("GATE FAIL: BEFORE and AFTER read back different files")
+        return 1
+    ratio = statistics.median(ratios)
+    print("| figure | BEFORE | AFTER | BEFORE/AFTER (median of pairs) |")
+    print("|---|---|---|---|")
+    print(
+        f"| CPU µs per 4 KiB PUT | {statistics.median(cpu['BEFORE']):.0f} "
+        f"| {statistics.median(cpu['AFTER']):.0f} | {ratio:.3f} |"
+    )
+    if ratio <= 1.0:
+        print("GATE FAIL: AFTER does not spend less CPU per PUT — roll back")
+        return 1
+    print("GATE PASS")
+    return 0
