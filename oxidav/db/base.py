@@ -45,6 +45,11 @@ class UTCDateTime(TypeDecorator[datetime]):
             return _SQLiteUTCText()  # type: ignore[no-untyped-call]  # SQLAlchemy's own
         return super().load_dialect_impl(dialect)
 
+    def bind_processor(self, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            return _utc_text
+        return super().bind_processor(dialect)
+
     def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
         if value is None:
             return None
@@ -56,6 +61,18 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None or value.tzinfo is not None:  # SQLite's text is read as UTC already
             return value
         return value.replace(tzinfo=UTC)
+
+
+def _utc_text(value: datetime | None) -> str | None:
+    """``process_bind_param`` and ``sqlite.DATETIME``'s text (``YYYY-MM-DD HH:MM:SS.ffffff``,
+    naive UTC) in one step: half the cost of the two, and a file write binds six."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTCDateTime column")
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.isoformat(" ", "microseconds")[:26]
 
 
 def _utc_from_text(value: str | None) -> datetime | None:

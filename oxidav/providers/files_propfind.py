@@ -24,7 +24,7 @@ from lxml import etree
 from wsgidav import util
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_http_status_string
 
-from oxidav.providers.files_get import rfc1123_of
+from oxidav.providers.files_get import http_date_now, rfc1123_of
 from oxidav.providers.files_resources import FileResource, FolderResource
 
 BUFFER_LIMIT = 8 << 20
@@ -278,12 +278,12 @@ def handle_propfind(
             [
                 ("Content-Type", "application/xml; charset=utf-8"),
                 ("Content-Length", str(size)),
-                ("Date", util.get_rfc1123_time()),
+                ("Date", http_date_now()),
             ],
         )
         return [b"".join(buffered)]
     start_response(
         "207 Multi-Status",
-        [("Content-Type", "application/xml; charset=utf-8"), ("Date", util.get_rfc1123_time())],
+        [("Content-Type", "application/xml; charset=utf-8"), ("Date", http_date_now())],
     )
     return itertools.chain(buffered, chunks)

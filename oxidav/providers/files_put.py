@@ -62,6 +62,7 @@ from oxidav.providers.files_context import (
     dav_error,
     forget,
 )
+from oxidav.providers.files_get import http_date_now
 from oxidav.providers.files_locks import DbLockManager
 from oxidav.tree import (
     QuotaExceeded,
@@ -148,7 +149,7 @@ def handle_put(
     # No body, 201 included (WsgiDAV's would be an HTML page built per request; Nextcloud
     # answers a PUT with an empty 201 too).
     status = _CREATED if result.created else _NO_CONTENT
-    start_response(status, [("Content-Length", "0"), ("Date", util.get_rfc1123_time()), *headers])
+    start_response(status, [("Content-Length", "0"), ("Date", http_date_now()), *headers])
     return [b""]
 
 

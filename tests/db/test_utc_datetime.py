@@ -4,11 +4,14 @@ backends and through both ways of reading (the ORM and ``Prepared``)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import bindparam, select, text
+from sqlalchemy.dialects import sqlite
 
 from oxidav.db import Database, core
+from oxidav.db.base import UTCDateTime
 from oxidav.db.models.blobs import BlobChunk
 from oxidav.db.prepared import Prepared
 
@@ -57,3 +60,23 @@ def test_sqlite_text_in_other_shapes_reads_as_utc(database: Database) -> None:
         "b": datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC),
         "c": datetime(2024, 5, 6, 7, 8, 9, 500000, tzinfo=UTC),
     }
+
+
+def test_sqlite_stores_the_text_sqlalchemy_would() -> None:
+    """On SQLite ``UTCDateTime`` binds in one step what ``process_bind_param`` and
+    ``sqlite.DATETIME`` would produce in two: timestamps compare as text in SQL, so the
+    stored shape must not change (a whole second keeps its ``.000000``)."""
+    dialect = sqlite.dialect()
+    bind = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    two_steps = sqlite.DATETIME().bind_processor(dialect)
+    instants = [
+        *INSTANTS,
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(2024, 3, 31, 1, 30, tzinfo=ZoneInfo("Europe/Berlin")),
+        datetime(2024, 5, 6, 7, 8, 9, 5, tzinfo=ZoneInfo("UTC")),
+    ]
+    for when in instants:
+        assert bind(when) == two_steps(UTCDateTime().process_bind_param(when, dialect))
+    assert bind(None) is None
+    with pytest.raises(ValueError, match="naive"):
+        bind(datetime(2024, 5, 6))
