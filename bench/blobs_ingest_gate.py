@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._memory import random_file
-from bench._revisions import REPO, export_revision
+from bench._revisions import REPO, add_side_options, before_source
 
 SMALL_SIZE = 4096
 
@@ -229,9 +229,7 @@ def run_small(tmp: Path, sides: dict[str, Path], rounds: int, count: int) -> boo
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench blobs_ingest_gate")
     parser.add_argument("workload", nargs="?", default="both", choices=["large", "small", "both"])
-    parser.add_argument("--before", default="HEAD", help="git revision of BEFORE")
-    parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
-    parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
+    add_side_options(parser)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--mib", type=int, default=512)
     parser.add_argument("--count", type=int, default=2000)
@@ -239,10 +237,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.dir) as name:
         tmp = Path(name)
-        if args.before_src is not None:
-            before = args.before_src.resolve()
-        else:
-            before = export_revision(args.before, tmp / "before-src")
+        before = before_source(args, tmp)
         after = REPO if args.after_src is None else args.after_src.resolve()
         sides = {"BEFORE": before, "AFTER": after}
         print(f"BEFORE: {args.before_src or args.before}; AFTER: {after}")

@@ -56,7 +56,7 @@ from sqlalchemy import create_engine, text
 
 from bench import files_large, files_propfind, files_put
 from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
-from bench._revisions import export_revision
+from bench._revisions import add_side_options, before_source
 from oxidav.db.engine import database_url
 
 PROPFIND_SIZES = (500, 5000)
@@ -255,9 +255,7 @@ def report(figures: dict[str, dict[str, float]], decide: list[str] | None = None
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench files_gate")
     parser.add_argument("workload", choices=["put", "large", "propfind"])
-    parser.add_argument("--before", default=BEFORE_REV, help="git revision of BEFORE")
-    parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
-    parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
+    add_side_options(parser, BEFORE_REV)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--mib", type=int, default=512)
@@ -276,12 +274,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as name, contextlib.ExitStack() as cleanup:
         cleanup.callback(drop_pg_databases)
         tmp = Path(name)
-        if args.before_src is not None:
-            before_src = args.before_src.resolve()
-            print(f"BEFORE: {before_src}/oxidav")
-        else:
-            before_src = export_revision(args.before, tmp / "before-src")
-            print(f"BEFORE: {args.before}")
+        before_src = before_source(args, tmp)
+        print(f"BEFORE: {args.before_src or args.before}")
         if args.workload == "put":
             figures = run_put(tmp, before_src, args.rounds, args.files)
         elif args.workload == "propfind":

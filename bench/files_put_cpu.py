@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._revisions import export_revision
+from bench._revisions import add_side_options, before_source
 
 #: The figures of a measurement, µs per PUT: the thread's CPU time, the wall-clock time.
 FIGURES = ("cpu", "wall")
@@ -67,9 +67,7 @@ def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench files_put_cpu")
-    parser.add_argument("--before", default="HEAD", help="git revision of BEFORE")
-    parser.add_argument("--before-src", type=Path, help="folder with BEFORE's oxidav package")
-    parser.add_argument("--after-src", type=Path, help="folder with AFTER's oxidav package")
+    add_side_options(parser)
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--files", type=int, default=4000)
     parser.add_argument("--warmup", type=int, default=500)
@@ -77,12 +75,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir="/var/tmp") as name:
         tmp = Path(name)
-        if args.before_src is not None:
-            before = args.before_src.resolve()
-            print(f"BEFORE: {before}/oxidav")
-        else:
-            before = export_revision(args.before, tmp / "before-src")
-            print(f"BEFORE: {args.before}")
+        before = before_source(args, tmp)
+        print(f"BEFORE: {args.before_src or args.before}")
         after = CHECKOUT if args.after_src is None else args.after_src.resolve()
         print(f"AFTER: {after}/oxidav")
         seen: dict[tuple[str, str], list[float]] = {
