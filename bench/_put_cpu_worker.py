@@ -3,7 +3,7 @@
 Run by path (``python bench/_put_cpu_worker.py DATA_DIR FILES WARMUP``) with ``PYTHONPATH`` naming
 the folder whose ``oxidav`` package is measured. The data folder must hold a migrated database
 with user alice (``oxidav user add``). PUTs ``WARMUP`` untimed files, then ``FILES`` timed ones
-(distinct 4 KiB contents, ``files_put.content``'s), each into a new name of one folder, and
+(distinct 4 KiB contents, ``files_put.content``), each into a new name of one folder, and
 prints one JSON line: the thread's CPU and the wall-clock microseconds per timed PUT (the wall
 time also holds what the thread waited for: the syncs of a checkpoint) and the SHA-256 of every
 timed file as a GET through the same app returns it (statuses included), which BEFORE and
@@ -20,16 +20,18 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-SIZE = 4096
+# ``bench`` comes from this checkout (ahead of the measured folder, which may hold an older
+# one), ``oxidav`` from the measured folder: the checkout leaves the path before it is imported.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.files_put import content
+
+del sys.path[0]
+
 BASE = "/remote.php/dav/files/alice/"
 AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
-
-
-def content(i: int, run: str) -> bytes:
-    seed = hashlib.sha256(f"{run}/{i}".encode()).digest()
-    return (seed * (SIZE // len(seed) + 1))[:SIZE]
 
 
 def request(

@@ -32,12 +32,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._revisions import add_side_options, before_source
+from bench._revisions import REPO, add_side_options, before_source
 
 #: The figures of a measurement, µs per PUT: the thread's CPU time, the wall-clock time.
 FIGURES = ("cpu", "wall")
 WORKER = Path(__file__).with_name("_put_cpu_worker.py")
-CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, object]:
@@ -77,7 +76,7 @@ def main(argv: list[str]) -> int:
         tmp = Path(name)
         before = before_source(args, tmp)
         print(f"BEFORE: {args.before_src or args.before}")
-        after = CHECKOUT if args.after_src is None else args.after_src.resolve()
+        after = REPO if args.after_src is None else args.after_src.resolve()
         print(f"AFTER: {after}/oxidav")
         seen: dict[tuple[str, str], list[float]] = {
             (name, figure): [] for name in ("BEFORE", "AFTER") for figure in FIGURES

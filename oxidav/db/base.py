@@ -51,11 +51,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return super().bind_processor(dialect)
 
     def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTCDateTime column")
-        return value.astimezone(UTC).replace(tzinfo=None)
+        return None if value is None else _in_utc(value).replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
         if value is None or value.tzinfo is not None:  # SQLite's text is read as UTC already
@@ -63,16 +59,17 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC)
 
 
+def _in_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime; a naive one is refused (its zone is unknown)."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTCDateTime column")
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
 def _utc_text(value: datetime | None) -> str | None:
     """``process_bind_param`` and ``sqlite.DATETIME``'s text (``YYYY-MM-DD HH:MM:SS.ffffff``,
     naive UTC) in one step: half the cost of the two, and a file write binds six."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTCDateTime column")
-    if value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    return value.isoformat(" ", "microseconds")[:26]
+    return None if value is None else _in_utc(value).isoformat(" ", "microseconds")[:26]
 
 
 def _utc_from_text(value: str | None) -> datetime | None:
