@@ -74,6 +74,9 @@ class Settings:
     default_quota_bytes: int = 0
     #: Largest calendar object / vCard accepted, in bytes.
     max_resource_bytes: int = 10 << 20
+    #: Most hrefs a calendar-multiget / addressbook-multiget may name; more is refused (403
+    #: DAV:number-of-matches-within-limits). Clients ask in batches of 10 to a few hundred.
+    max_report_hrefs: int = 1000
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
@@ -152,6 +155,7 @@ def _validate(settings: Settings) -> None:
         ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
+        ("max_report_hrefs", settings.max_report_hrefs >= 1, "must be at least 1"),
         (
             "log_level",
             settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},

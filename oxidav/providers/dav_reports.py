@@ -2,28 +2,39 @@
 
 - ``ReportProps``: the ``DAV:prop`` / ``DAV:allprop`` / ``DAV:propname`` of a REPORT body and
   each object's property list for ``util.add_property_response``; a room names its data
-  property (calendar-data, address-data) and how that is asked for and rendered.
+  property (calendar-data, address-data) and how that is asked for and rendered. A property
+  named twice is answered once.
 - ``matches_response``: a query's answer, with the 507 for the request-URI when a limit cut
   it short (RFC 5323 §5.17, RFC 6352 §8.6.1, RFC 6578 §3.6).
 - ``multiget_response``: a multiget's answer, a 404 response for each href that names no
   member (RFC 4791 §7.9, RFC 6352 §8.7); ``MultigetReport`` is the report itself, for a
-  collection with ``load_members(names)`` and ``member_properties(props, row)``.
+  collection with ``load_members(names)``, ``member_properties(props, row)`` and
+  ``backend.settings``.
+
+Invariants: answers are streamed (``multistatus``), never built whole; a multiget answers each
+resource once however often and however spelled it is named, names at most
+``max_report_hrefs`` hrefs, and holds about ``LOAD_BUDGET`` bytes of members at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from lxml import etree
-from wsgidav import util, xml_tools
-from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, DAVError, DAVErrorCondition
 
 from oxidav.providers.dav_xml import text_element
+from oxidav.providers.multistatus import response_bytes, send_multistatus, status_bytes
 
 INSUFFICIENT_STORAGE = "HTTP/1.1 507 Insufficient Storage"
 NOT_FOUND = "HTTP/1.1 404 Not Found"
+MATCHES_WITHIN_LIMITS = "{DAV:}number-of-matches-within-limits"
+#: Bytes of members a multiget holds loaded at once (a larger member is loaded alone).
+LOAD_BUDGET = 4 << 20
+#: Most members a multiget loads in one query.
+MAX_LOAD_BATCH = 100
 #: Properties answered when a REPORT names none (RFC 6352 §8.6 makes DAV:prop optional).
 DEFAULT_PROPS = ("{DAV:}getetag",)
 
@@ -31,22 +42,9 @@ PropList = list[tuple[str, Any]]
 RowT = TypeVar("RowT")
 
 
-def status_response(
-    multistatus: etree._Element, href: str, status: str, error: str | None = None
-) -> None:
-    """A ``DAV:response`` with a bare status (RFC 4918 §14.24), optionally a ``DAV:error``."""
-    response = etree.SubElement(multistatus, "{DAV:}response")
-    etree.SubElement(response, "{DAV:}href").text = href
-    etree.SubElement(response, "{DAV:}status").text = status
-    if error is not None:
-        etree.SubElement(etree.SubElement(response, "{DAV:}error"), error)
-
-
-def limit_exceeded(multistatus: etree._Element, href: str) -> None:
+def limit_exceeded(href: str) -> bytes:
     """The response for the request-URI that says more members matched than were sent."""
-    status_response(
-        multistatus, href, INSUFFICIENT_STORAGE, error="{DAV:}number-of-matches-within-limits"
-    )
+    return status_bytes(href, INSUFFICIENT_STORAGE, error=MATCHES_WITHIN_LIMITS)
 
 
 def nresults(limit: etree._Element | None) -> int | None:
@@ -77,9 +75,11 @@ class ReportProps:
         if prop is None:
             self.names = list(DEFAULT_PROPS)
             return
+        seen: set[str] = set()
         for child in prop:
-            if isinstance(child, etree._Comment | etree._ProcessingInstruction):
-                continue
+            if not isinstance(child.tag, str) or child.tag in seen:
+                continue  # a comment, or a property asked for again: answered once
+            seen.add(child.tag)
             self.names.append(child.tag)
             if child.tag == self.data_property:
                 self.read_data_request(child)
@@ -123,14 +123,82 @@ def matches_response(
     responses: Iterable[tuple[str, PropList]],
     truncated: bool,
 ) -> Iterable[bytes]:
-    """The multistatus of a query: one response per ``(href, properties)``, then the 507
-    for ``request_href`` if ``truncated``."""
-    multistatus = xml_tools.make_multistatus_el()
-    for href, props in responses:
-        util.add_property_response(multistatus, href, props)
-    if truncated:
-        limit_exceeded(multistatus, request_href)
-    return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
+    """The multistatus of a query, streamed: one response per ``(href, properties)``, then
+    the 507 for ``request_href`` if ``truncated``."""
+
+    def pieces() -> Iterator[bytes]:
+        for href, props in responses:
+            yield response_bytes(href, props)
+        if truncated:
+            yield limit_exceeded(request_href)
+
+    return send_multistatus(environ, start_response, pieces())
+
+
+def requested_hrefs(body: etree._Element, limit: int) -> list[str]:
+    """The ``DAV:href`` texts of a multiget body, at most ``limit`` of them.
+
+    More is refused as a whole with 403 and ``DAV:number-of-matches-within-limits``: that
+    condition is the one RFC 5323 §5.17, RFC 6352 §8.6.1 and RFC 6578 §3.6 give for "more
+    than the server answers", and 403 is the status RFC 4791 §1.3 / RFC 3253 §1.6 give a
+    failed precondition that repeating will not fix. Not a 207 cut short with a 507 response
+    for the request-URI: a multiget names what it wants, and a client that overlooks the 507
+    would take the missing hrefs for gone; not a 507 status either, which Nextcloud clients
+    read as "quota exceeded" and others as a transient server fault to retry.
+    """
+    elements = body.findall("{DAV:}href")
+    if len(elements) > limit:
+        raise DAVError(
+            HTTP_FORBIDDEN,
+            f"a multiget may name at most {limit} hrefs, this one names {len(elements)}",
+            err_condition=DAVErrorCondition(MATCHES_WITHIN_LIMITS),
+        )
+    return [(el.text or "").strip() for el in elements]
+
+
+def distinct_hrefs(hrefs: Iterable[str]) -> list[str]:
+    """``hrefs`` without repeats, in order: two hrefs that spell the same path (an absolute
+    URL and a path, percent-encoded or not) count once, answered under the first spelling."""
+    seen: set[str] = set()
+    result: list[str] = []
+    for href in hrefs:
+        key = href_path(href)
+        if key not in seen:
+            seen.add(key)
+            result.append(href)
+    return result
+
+
+def multiget_responses(
+    collection_href: str,
+    hrefs: Sequence[str],
+    load: Callable[[Sequence[str]], Mapping[str, RowT]],
+    properties: Callable[[RowT], PropList],
+) -> Iterator[bytes]:
+    """The responses of a multiget of ``hrefs`` (distinct) on the collection at
+    ``collection_href``: a 404 for each href that names no member.
+
+    Members are loaded a few at a time, so a multiget of many large objects holds about
+    ``LOAD_BUDGET`` bytes of them at once: the first batch is one member, then as many as fit
+    the budget at the largest size seen so far."""
+    base = unquote(collection_href)
+    named = [(href, member_name(base, href)) for href in hrefs]
+    batch_size = 1
+    largest = 1
+    start = 0
+    while start < len(named):
+        batch = named[start : start + batch_size]
+        start += len(batch)
+        rows = load([name for _, name in batch if name])
+        for href, name in batch:
+            row = rows.get(name or "")
+            if row is None:
+                yield status_bytes(href, NOT_FOUND)
+            else:
+                largest = max(largest, int(getattr(row, "size", 0)))
+                yield response_bytes(href, properties(row))
+        del rows
+        batch_size = max(1, min(MAX_LOAD_BATCH, LOAD_BUDGET // largest))
 
 
 def multiget_response(
@@ -140,21 +208,15 @@ def multiget_response(
     body: etree._Element,
     load: Callable[[Sequence[str]], Mapping[str, RowT]],
     properties: Callable[[RowT], PropList],
+    max_hrefs: int,
 ) -> Iterable[bytes]:
-    """The multistatus of a multiget on the collection at ``collection_href``: ``load``
-    reads the named members in one batch, ``properties`` answers for each."""
-    hrefs = [(el.text or "").strip() for el in body.findall("{DAV:}href")]
-    base = unquote(collection_href)
-    names = {href: member_name(base, href) for href in hrefs}
-    rows = load([name for name in names.values() if name])
-    multistatus = xml_tools.make_multistatus_el()
-    for href in hrefs:
-        row = rows.get(names[href] or "")
-        if row is None:
-            status_response(multistatus, href, NOT_FOUND)
-        else:
-            util.add_property_response(multistatus, href, properties(row))
-    return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
+    """The multistatus of a multiget on the collection at ``collection_href``, streamed:
+    ``load`` reads named members (a batch at a time), ``properties`` answers for each.
+    At most ``max_hrefs`` hrefs; repeats of one are answered once."""
+    hrefs = distinct_hrefs(requested_hrefs(body, max_hrefs))
+    return send_multistatus(
+        environ, start_response, multiget_responses(collection_href, hrefs, load, properties)
+    )
 
 
 class MultigetReport:
@@ -186,12 +248,18 @@ class MultigetReport:
             body,
             resource.load_members,
             lambda row: resource.member_properties(props, row),
+            resource.backend.settings.max_report_hrefs,
         )
+
+
+def href_path(href: str) -> str:
+    """The decoded path an href names (an absolute URL's path, percent-decoded)."""
+    return unquote(urlsplit(href).path)
 
 
 def member_name(base: str, href: str) -> str | None:
     """The member name an href names inside the collection at ``base`` (decoded), else None."""
-    path = unquote(urlsplit(href).path)
+    path = href_path(href)
     if not path.startswith(base):
         return None
     name = path[len(base) :]

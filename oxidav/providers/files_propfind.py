@@ -8,8 +8,9 @@ templates, others through the resource's ``get_property_value`` — and joined. 
 is streamed as it is produced — members are loaded a page (1000 rows) at a time — so memory
 stays bounded by the buffer and the page, not by the folder.
 
-Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties. Depth
-infinity and the ``files/`` homes collection are left to WsgiDAV.
+Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties; a property
+named twice is answered once. Depth infinity and the ``files/`` homes collection are left to
+``dav_propfind``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 
 from oxidav.providers.files_get import http_date_now, rfc1123_of
 from oxidav.providers.files_resources import FileResource, FolderResource
+from oxidav.providers.multistatus import property_names
 
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.
@@ -230,9 +232,9 @@ def _request(environ: dict[str, Any]) -> tuple[str, list[str]]:
                 raise DAVError(HTTP_BAD_REQUEST, "allprop, propname and prop are exclusive")
             mode = new
             if new == "named":
-                names = [p.tag for p in child if isinstance(p.tag, str)]
+                names = property_names(child)
         elif tag == "{DAV:}include":
-            include = [p.tag for p in child if isinstance(p.tag, str)]
+            include = property_names(child)
     if include and mode != "allprop":
         raise DAVError(HTTP_BAD_REQUEST, "include is only valid with allprop")
     return mode or "allprop", names or include

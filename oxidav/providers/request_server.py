@@ -37,6 +37,8 @@ from wsgidav.dav_error import (
 )
 from wsgidav.request_server import RequestServer
 
+from oxidav.providers.dav_propfind import propfind
+
 #: Extensions every oxidav response to OPTIONS lists after WsgiDAV's classes ("1" or "1,2").
 DAV_EXTENSIONS = ("3", "calendar-access", "addressbook", "extended-mkcol")
 CALDAV_NS = "urn:ietf:params:xml:ns:caldav"
@@ -183,12 +185,12 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         yield from answer
 
     def do_PROPFIND(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        """WsgiDAV's PROPFIND, with ``DAV:propname`` understood (RFC 4918 §9.1: WsgiDAV 4.4
+        """WsgiDAV's PROPFIND, streamed and with each property answered once
+        (``dav_propfind``), with ``DAV:propname`` understood (RFC 4918 §9.1: WsgiDAV 4.4
         looks for a ``DAV:name`` element instead and answers a propname request with no
         properties at all)."""
         _rename_propname(environ)
-        result: Iterable[bytes] = super().do_PROPFIND(environ, start_response)
-        return result
+        return propfind(self, environ, start_response)
 
     def do_MKCALENDAR(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         """RFC 4791 §5.3.1: create a calendar collection, its properties set from the body."""

@@ -2,24 +2,43 @@
 
 A collection takes part by implementing ``SyncCollection``: the change log answers "what
 changed since this token" (``oxidav.sync``), the collection answers the properties of the
-members that are still there, in one batch. The report itself knows neither calendars nor
-address books; register it once per room, each with its own resource type (the registry
+members that are still there, a batch at a time. The report itself knows neither calendars
+nor address books; register it once per room, each with its own resource type (the registry
 picks the one that applies).
+
+The answer is streamed (``multistatus``): members are loaded a batch of changes at a time,
+``CONTENT_BATCH`` when their content (calendar-data, address-data) is asked for, so a first
+sync of a large collection holds a batch of objects, not the collection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from lxml import etree
-from wsgidav import util, xml_tools
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, DAVError, DAVErrorCondition
 
-from oxidav.providers.dav_reports import NOT_FOUND, limit_exceeded, nresults, status_response
+from oxidav.providers.dav_reports import NOT_FOUND, limit_exceeded, nresults
+from oxidav.providers.multistatus import (
+    element_bytes,
+    response_bytes,
+    send_multistatus,
+    status_bytes,
+)
 from oxidav.sync import ChangeSet, InvalidSyncToken
 
 SYNC_COLLECTION = "{DAV:}sync-collection"
+#: Properties whose value is a member's whole content.
+CONTENT_PROPERTIES = frozenset(
+    {
+        "{urn:ietf:params:xml:ns:caldav}calendar-data",
+        "{urn:ietf:params:xml:ns:carddav}address-data",
+    }
+)
+#: Members whose properties are loaded at once, with and without their content.
+CONTENT_BATCH = 16
+INFO_BATCH = 500
 
 
 @runtime_checkable
@@ -76,18 +95,30 @@ class SyncCollectionReport:
                 str(exc),
                 err_condition=DAVErrorCondition("{DAV:}valid-sync-token"),
             ) from None
-        present = [change.name for change in changes.changes if change.kind != "removed"]
-        responses = resource.sync_member_responses(present, body.find("{DAV:}prop"))
-        multistatus = xml_tools.make_multistatus_el()
-        for change in changes.changes:
-            props = responses.get(change.name)
-            href = resource.sync_member_href(change.name)
-            if props is None:
-                status_response(multistatus, href, NOT_FOUND)
-            else:
-                util.add_property_response(multistatus, href, props)
-        if changes.truncated:
-            # RFC 6578 §3.6: the request-URI with 507 tells the client to ask again.
-            limit_exceeded(multistatus, resource.get_href())
-        etree.SubElement(multistatus, "{DAV:}sync-token").text = changes.token
-        return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
+        prop = body.find("{DAV:}prop")
+        batch = CONTENT_BATCH if _asks_content(prop) else INFO_BATCH
+
+        def pieces() -> Iterator[bytes]:
+            # A batch of changes at a time: the members' properties are loaded when reached.
+            for start in range(0, len(changes.changes), batch):
+                part = changes.changes[start : start + batch]
+                present = [change.name for change in part if change.kind != "removed"]
+                responses = resource.sync_member_responses(present, prop) if present else {}
+                for change in part:
+                    props = responses.get(change.name)
+                    href = resource.sync_member_href(change.name)
+                    if props is None:
+                        yield status_bytes(href, NOT_FOUND)
+                    else:
+                        yield response_bytes(href, props)
+            if changes.truncated:
+                # RFC 6578 §3.6: the request-URI with 507 tells the client to ask again.
+                yield limit_exceeded(resource.get_href())
+            yield element_bytes("{DAV:}sync-token", changes.token)
+
+        return send_multistatus(environ, start_response, pieces())
+
+
+def _asks_content(prop: etree._Element | None) -> bool:
+    """Whether ``prop`` asks for a member's whole content (calendar-data, address-data)."""
+    return prop is not None and any(child.tag in CONTENT_PROPERTIES for child in prop)
