@@ -9,15 +9,15 @@ favorite rule, as oxidav has no tags yet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lxml import etree
-from wsgidav import util, xml_tools
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
+from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
 from oxidav.providers.request_server import OxiRequestServer, register_report
 from oxidav.tree.types import NodeInfo
 
@@ -26,10 +26,10 @@ FILTER_FILES = OC + "filter-files"
 
 def _wanted(body: etree._Element) -> tuple[list[str], bool]:
     prop = body.find("{DAV:}prop")
-    names = [child.tag for child in prop] if prop is not None else ["{DAV:}resourcetype"]
+    names = property_names(prop) if prop is not None else ["{DAV:}resourcetype"]
     rules = body.find(OC + "filter-rules")
     favorite = rules is not None and (rules.findtext(OC + "favorite") or "").strip() == "1"
-    return [n for n in names if isinstance(n, str)], favorite
+    return names, favorite
 
 
 class FilterFilesReport:
@@ -54,22 +54,21 @@ class FilterFilesReport:
         folder: NodeInfo = resource.node
         with resource.provider.backend.db.read() as session:
             nodes = list_favorites(session, folder.user_id, below=folder.path)
-        multistatus = xml_tools.make_multistatus_el()
         base = resource.path.rstrip("/")
-        for node in nodes:
-            if node.id == folder.id:
-                continue
-            member = resource.provider.get_resource_inst(
-                base + node.path[len(folder.path) :], environ
-            )
-            if member is None:
-                continue
-            properties = member.get_properties("named", name_list=names)
-            util.add_property_response(multistatus, member.get_href(), properties)
-        sent: Iterable[bytes] = util.send_multi_status_response(
-            environ, start_response, multistatus
-        )
-        return sent
+
+        def responses() -> Iterator[bytes]:
+            for node in nodes:
+                if node.id == folder.id:
+                    continue
+                member = resource.provider.get_resource_inst(
+                    base + node.path[len(folder.path) :], environ
+                )
+                if member is None:
+                    continue
+                properties = member.get_properties("named", name_list=names)
+                yield response_bytes(member.get_href(), properties)
+
+        return send_multistatus(environ, start_response, responses())
 
 
 #: One instance for the process: every app built registers this same object (idempotent).

@@ -21,7 +21,7 @@ hrefs and property values are exactly PROPFIND's. An unsupported operator or pro
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +29,6 @@ from urllib.parse import unquote
 
 from lxml import etree
 from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, true
-from wsgidav import util, xml_tools
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
 
 from oxidav.db.models.nextcloud import Favorite
@@ -38,6 +37,7 @@ from oxidav.nextcloud.enrichers import NC, OC, OC_FAVORITE, OC_FILEID, OC_SIZE
 from oxidav.providers import urls
 from oxidav.providers.enrichment import enrichers
 from oxidav.providers.files_context import Target
+from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
 from oxidav.providers.request_server import register_search
 from oxidav.tree import InvalidName, normalize_path, resolve
 from oxidav.tree.names import subtree_bounds
@@ -105,7 +105,7 @@ def parse(body: etree._Element) -> Query:
     basic = _one(body, BASICSEARCH)
     select_el = _one(basic, D + "select")
     prop = select_el.find(D + "prop")
-    props = [c.tag for c in prop if isinstance(c.tag, str)] if prop is not None else []
+    props = property_names(prop) if prop is not None else []
     if not props:
         props = [D + "resourcetype"]
     scope = _one(_one(basic, D + "from"), D + "scope")
@@ -305,17 +305,16 @@ class FilesSearch:
         provider.backend.prefetch(share_env, target, [node.path for node in nodes])
         for enricher in enrichers(environ):
             enricher.prefetch(nodes, share_env)
-        multistatus = xml_tools.make_multistatus_el()
-        for node in nodes:
-            member = provider.get_resource_inst(f"/{username}{node.path}", share_env)
-            if member is None:
-                continue
-            properties = member.get_properties("named", name_list=query.props)
-            util.add_property_response(multistatus, member.get_href(), properties)
-        sent: Iterable[bytes] = util.send_multi_status_response(
-            environ, start_response, multistatus
-        )
-        return sent
+
+        def responses() -> Iterator[bytes]:
+            for node in nodes:
+                member = provider.get_resource_inst(f"/{username}{node.path}", share_env)
+                if member is None:
+                    continue
+                properties = member.get_properties("named", name_list=query.props)
+                yield response_bytes(member.get_href(), properties)
+
+        return send_multistatus(environ, start_response, responses())
 
 
 def _files_provider(environ: dict[str, Any]) -> Any:

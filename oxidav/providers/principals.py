@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lxml import etree
-from wsgidav import util, xml_tools
 from wsgidav.dav_provider import DAVCollection, DAVProvider
 
 from oxidav.db import Database
@@ -46,6 +45,7 @@ from oxidav.providers.dav_xml import (
     text_element,
 )
 from oxidav.providers.files_handlers import buffer_chunked_body
+from oxidav.providers.multistatus import response_bytes, send_multistatus
 from oxidav.providers.request_server import register_report
 from oxidav.providers.root import DavRoot
 from oxidav.settings import Settings
@@ -222,12 +222,13 @@ class PrincipalPropertySearchReport:
             for child in body
             if isinstance(child.tag, str) and child.tag not in _SEARCH_ELEMENTS
         ]
-        multistatus = xml_tools.make_multistatus_el()
+        names = list(dict.fromkeys(names))  # a property asked for twice is answered once
+        responses = []
         if principal is not None and _search_matches(principal, body):
             props = principal.get_properties("named", name_list=names)
             href = urls.principal_href(principal.user.username)
-            util.add_property_response(multistatus, href, props)
-        return util.send_multi_status_response(environ, start_response, multistatus)  # type: ignore[no-any-return]
+            responses.append(response_bytes(href, props))
+        return send_multistatus(environ, start_response, responses)
 
 
 class PrincipalSearchPropertySetReport:
