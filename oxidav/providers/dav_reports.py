@@ -32,7 +32,7 @@ INSUFFICIENT_STORAGE = "HTTP/1.1 507 Insufficient Storage"
 NOT_FOUND = "HTTP/1.1 404 Not Found"
 MATCHES_WITHIN_LIMITS = "{DAV:}number-of-matches-within-limits"
 #: Bytes of members a multiget holds loaded at once (a larger member is loaded alone).
-LOAD_BUDGET = 4 << 20
+LOAD_BUDGET = 1 << 20
 #: Most members a multiget loads in one query.
 MAX_LOAD_BATCH = 100
 #: Properties answered when a REPORT names none (RFC 6352 §8.6 makes DAV:prop optional).
