@@ -37,7 +37,7 @@ CONTENT_PROPERTIES = frozenset(
     }
 )
 #: Members whose properties are loaded at once, with and without their content.
-CONTENT_BATCH = 16
+CONTENT_BATCH = 8
 INFO_BATCH = 500
 
 
