@@ -194,3 +194,30 @@ def test_large_multiget_is_streamed(db_url: str, tmp_path: Path) -> None:
         conn.close()
     finally:
         server.stop()
+
+
+def test_sync_collection_with_data_in_batches(live_server: LiveServer) -> None:
+    """A first sync asking for calendar-data is loaded a few members at a time: every change,
+    removals included, is answered once and in order, with its own data."""
+    events = {f"s{i:02d}.ics": ics(f"s{i:02d}") for i in range(21)}
+    for name, event in events.items():
+        assert put(live_server, PERSONAL + name, event).status == 201
+    for name in ("s03.ics", "s12.ics"):
+        assert live_server.request("DELETE", PERSONAL + name).status == 204
+    body = (
+        f'<D:sync-collection xmlns:D="DAV:" xmlns:C="{CAL}"><D:sync-token/>'
+        "<D:sync-level>1</D:sync-level><D:prop><D:getetag/><C:calendar-data/></D:prop>"
+        "</D:sync-collection>"
+    )
+    answer = live_server.request("REPORT", PERSONAL, body, {"Depth": "0"})
+    assert answer.status == 207
+    root = etree.fromstring(answer.body)
+    found = {
+        (r.findtext("D:href", namespaces=NS) or "").rsplit("/", 1)[1]: r
+        for r in root.findall("D:response", NS)
+    }
+    assert len(found) == len(root.findall("D:response", NS))
+    assert set(found) == set(events) - {"s03.ics", "s12.ics"}
+    for name, response in found.items():
+        assert response.findtext(".//C:calendar-data", namespaces=NS) == events[name]
+    assert root.findtext("D:sync-token", namespaces=NS)
