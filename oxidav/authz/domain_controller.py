@@ -25,7 +25,7 @@ from oxidav.authz.login_refusals import (
 REALM = "oxidav"
 ENVIRON_PRINCIPAL = "oxidav.principal"
 
-# WsgiDAV's status table lacks 429 (RFC 6585) and 503 and would send "429 Status".
+# WsgiDAV's status table lacks 429 (RFC 6585) and 503; it would send "429 Status".
 dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_TOO_MANY_REQUESTS, "429 Too Many Requests")
 dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_SERVICE_UNAVAILABLE, "503 Service Unavailable")
 

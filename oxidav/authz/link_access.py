@@ -156,8 +156,9 @@ class LinkGate:
             self._deny(token, link.id, what, 429, "too many failed passwords", address, retry_after)
         if credentials.password is None:
             self._deny(token, link.id, what, 401, "password required", address)
-        if self._remembered(link, credentials.password) or self._verify(
-            link, credentials.password, what, address
+        password = credentials.password
+        if self._remembered(link, password) or self._verify(
+            link, link.password_hash, password, what, address
         ):
             self.throttle.record_success(link.token, address)
             return link
@@ -172,17 +173,18 @@ class LinkGate:
         """Whether ``password`` verified lately under the link's current password hash."""
         return self.verified.get(self._verified_key(link), password) is not None
 
-    def _verify(self, link: LiveLink, password: str, what: str, address: str) -> bool:
-        """One argon2 verification, within the address's budget and a hashing slot; a right
-        password is remembered under the link's current password hash."""
-        assert link.password_hash is not None
+    def _verify(
+        self, link: LiveLink, password_hash: str, password: str, what: str, address: str
+    ) -> bool:
+        """One argon2 verification against the link's ``password_hash``, within the address's
+        budget and a hashing slot; a right password is remembered under that hash."""
         retry_after = self.address_budget.reserve(address)
         if retry_after is not None:
             reason = "too many failed passwords from this address"
             self._deny(link.token, link.id, what, 429, reason, address, retry_after)
         right = checked = False
         try:
-            right = self.hashing.verify(link.password_hash, password)
+            right = self.hashing.verify(password_hash, password)
             checked = True
         except HashingBusy as busy:
             status, reason = busy.status, busy.reason

@@ -10,6 +10,8 @@ user whose credential is cached is served whatever the hashing queue or the budg
 from __future__ import annotations
 
 import base64
+import json
+import re
 import subprocess
 import sys
 import threading
@@ -17,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 from argon2 import PasswordHasher
@@ -239,3 +242,31 @@ def test_importing_the_app_hashes_nothing() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "0"
+
+
+def test_login_flow_form_is_refused_like_basic_auth(
+    serve: Callable[..., LiveServer], argon2_meter: Argon2Meter
+) -> None:
+    server = serve(
+        auth_max_failures_per_address=2, auth_hash_concurrency=1, auth_hash_wait_seconds=0.2
+    )
+    argon2_meter.reset()
+    started = server.request("POST", "/index.php/login/v2", user=None)
+    login_path = urlsplit(json.loads(started.body)["login"]).path
+    page = server.request("GET", login_path, user=None)
+    match = re.search(r"name='csrf' value='([^']+)'", page.text)
+    assert match is not None
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+    def submit(user: str) -> Response:
+        fields = urlencode({"user": user, "password": "guess", "csrf": match.group(1)})
+        return server.request("POST", login_path, body=fields, headers=form, user=None)
+
+    assert server.services is not None
+    with server.services.authenticator.hashing.slot():
+        busy = submit("ghost0")
+    assert busy.status == 503 and int(busy.headers["retry-after"]) >= 1
+    assert [submit(f"ghost{i}").status for i in range(1, 4)] == [401, 401, 429]
+    refused = submit("alice")
+    assert refused.status == 429 and int(refused.headers["retry-after"]) > 0
+    assert argon2_meter.runs == 2
