@@ -3,6 +3,7 @@ and the hashing cap."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,9 @@ def test_ipv6_addresses_share_a_budget_per_64() -> None:
 
 
 def test_address_budget_spans_user_names_and_refuses_before_hashing(
-    database: Database, alice: int
+    database: Database, alice: int, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, "oxidav.auth")
     auth = make_auth(database, auth_max_failures_per_address=2)
     assert auth.authenticate("alice", "secret", "10.0.0.1") is not None
     assert auth.authenticate("nobody1", "x", "10.0.0.1") is None
@@ -148,6 +150,10 @@ def test_address_budget_spans_user_names_and_refuses_before_hashing(
     with pytest.raises(TooManyFailedLogins) as info:
         auth.authenticate("nobody3", "x", "10.0.0.1")
     assert info.value.status == 429 and info.value.retry_after > 0
+    refusals = [r.getMessage() for r in caplog.records if "login refused" in r.getMessage()]
+    assert refusals == [
+        "login refused status=429 address=10.0.0.1 reason=too many failed logins from this address"
+    ]
     with pytest.raises(TooManyFailedLogins):
         auth.authenticate("bob", "x", "10.0.0.1")
     assert auth.hashing.verifications == runs
