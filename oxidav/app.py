@@ -131,7 +131,8 @@ def public_dav_config(
 
 def public_link_routes(settings: Settings, services: Services) -> list[tuple[str, Any]]:
     """Router entries of public links: their two WebDAV endpoints and ``/s/<token>`` pages."""
-    gate = LinkGate(services.db, settings)
+    authenticator = services.authenticator
+    gate = LinkGate(services.db, settings, authenticator.hashing, authenticator.address_budget)
     dav = WsgiDAVApp(public_dav_config(settings, services, gate))
     dav_files = WsgiDAVApp(public_dav_config(settings, services, gate, urls.PUBLIC_DAV_FILES))
     pages = PublicLinkPages(gate, dav, services.blobs)

@@ -67,6 +67,13 @@ class Settings:
     #: Failed logins per user+address within ``auth_failure_window`` before 429.
     auth_max_failures: int = 10
     auth_failure_window: float = 300.0
+    #: Failed password checks per client address (an IPv6 /64), whatever the user names,
+    #: within ``auth_failure_window`` before 429; checks in flight count.
+    auth_max_failures_per_address: int = 50
+    #: Password hashes (argon2, 64 MiB each) computed at once, process-wide.
+    auth_hash_concurrency: int = 2
+    #: How long a login waits for a free hashing slot before 503 with Retry-After.
+    auth_hash_wait_seconds: float = 2.0
     #: Depth: infinity PROPFIND: 0 refuses it (403 propfind-finite-depth); N > 0 allows it
     #: for trees of at most N resources.
     propfind_infinity_limit: int = 0
@@ -152,6 +159,21 @@ def _validate(settings: Settings) -> None:
         ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
         ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),
+        (
+            "auth_max_failures_per_address",
+            settings.auth_max_failures_per_address >= 1,
+            "must be at least 1",
+        ),
+        (
+            "auth_hash_concurrency",
+            1 <= settings.auth_hash_concurrency <= 64,
+            "must be between 1 and 64",
+        ),
+        (
+            "auth_hash_wait_seconds",
+            0 < settings.auth_hash_wait_seconds <= 60,
+            "must be more than 0 and at most 60",
+        ),
         ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),

@@ -1,35 +1,40 @@
-"""Checking a user name and password: the policy (cache, throttle, timing) in one place.
+"""Checking a user name and password: the policy (cache, throttles, hashing cap) in one place.
 
 ``Authenticator.authenticate`` is what every entry point calls — the WsgiDAV domain controller,
-the Nextcloud OCS routes, the CLI. It accepts a user's own password (argon2id) or one of the
-user's app passwords (SHA-256 digest, found by one indexed lookup). A credential that verified
-is trusted for ``auth_cache_seconds`` without running argon2 again; failures are counted per
-user name + address and throttled.
+the Nextcloud OCS routes, the login flow. It accepts a user's own password (argon2id) or one of
+the user's app passwords (SHA-256 digest, found by one indexed lookup). The order is the point:
+
+1. the verified-credential cache (``auth_cache_seconds``): a credential that verified lately is
+   accepted without hashing and without waiting behind anyone's hashing;
+2. the refusals that cost nothing (``LoginRefused``, 429): the user name + address pair over
+   ``auth_max_failures``, the address over ``auth_max_failures_per_address`` across names
+   (a place in that budget is reserved here, so checks in flight count);
+3. the database lookup, then one argon2 run in a slot of the ``HashingGate``
+   (``auth_hash_concurrency``; 503 when no slot frees in time) — for an unknown user name too,
+   against a stand-in hash, so a known and an unknown name cost the same.
+
+Each refusal and each failure writes one line on ``oxidav.auth`` (reason and address; never
+the password).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 from sqlalchemy import select, update
 
 from oxidav.authz.credential_cache import CredentialCache, Principal
-from oxidav.authz.passwords import app_password_digest, burn_verification, verify_password
-from oxidav.authz.throttle import LoginThrottle
+from oxidav.authz.hashing_gate import HashingGate
+from oxidav.authz.login_refusals import HashingBusy, LoginRefused, TooManyFailedLogins
+from oxidav.authz.passwords import app_password_digest
+from oxidav.authz.throttle import AddressBudget, LoginThrottle
 from oxidav.db import Database, utcnow
 from oxidav.db.models.users import AppPassword, User
 from oxidav.settings import Settings
 
 log = logging.getLogger("oxidav.auth")
 
-
-class TooManyFailedLogins(Exception):
-    """Raised instead of checking a password while the user+address pair is throttled."""
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"too many failed logins; retry after {retry_after:.0f} s")
-        self.retry_after = retry_after
+__all__ = ["Authenticator", "HashingBusy", "LoginRefused", "TooManyFailedLogins"]
 
 
 class Authenticator:
@@ -37,15 +42,22 @@ class Authenticator:
         self._db = db
         self.cache = CredentialCache(settings.auth_cache_seconds)
         self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
-        self._count_lock = threading.Lock()
-        #: How many slow (argon2) verifications ran; the auth benchmark reads it.
-        self.slow_verifications = 0
+        #: Failed checks per address across user names; public-link passwords share it.
+        self.address_budget = AddressBudget.from_settings(settings)
+        #: The process's cap on password hashing; public-link passwords share it.
+        self.hashing = HashingGate.from_settings(settings)
+
+    @property
+    def slow_verifications(self) -> int:
+        """How many argon2 runs the hashing gate started (the auth benchmark reads it)."""
+        return self.hashing.verifications
 
     def authenticate(self, username: str, password: str, address: str = "") -> Principal | None:
         """Return the principal for valid credentials, None for invalid ones.
 
-        Raises ``TooManyFailedLogins`` while this user name + address is throttled; the
-        password is then not even looked at.
+        Raises ``LoginRefused`` (``TooManyFailedLogins``, ``HashingBusy``) instead of checking
+        the password: while this user name + address or this address is throttled, or when no
+        hashing slot frees in time.
         """
         cached = self.cache.get(username, password)
         if cached is not None:
@@ -54,7 +66,21 @@ class Authenticator:
         if retry_after is not None:
             log.warning("login throttled user=%r address=%s", username, address or "-")
             raise TooManyFailedLogins(retry_after)
-        principal = self._verify(username, password)
+        retry_after = self.address_budget.reserve(address)
+        if retry_after is not None:
+            refusal = TooManyFailedLogins(retry_after, "too many failed logins from this address")
+            self._log_refusal(refusal, address)
+            raise refusal
+        principal: Principal | None = None
+        checked = False
+        try:
+            principal = self._verify(username, password)
+            checked = True
+        except HashingBusy as busy:
+            self._log_refusal(busy, address)
+            raise
+        finally:
+            self.address_budget.settle(address, failed=checked and principal is None)
         if principal is None:
             self.throttle.record_failure(username, address)
             log.warning("login failed user=%r address=%s", username, address or "-")
@@ -62,6 +88,15 @@ class Authenticator:
         self.throttle.record_success(username, address)
         self.cache.put(username, password, principal)
         return principal
+
+    @staticmethod
+    def _log_refusal(refusal: LoginRefused, address: str) -> None:
+        log.warning(
+            "login refused status=%d address=%s reason=%s",
+            refusal.status,
+            address or "-",
+            refusal.reason,
+        )
 
     def _verify(self, username: str, password: str) -> Principal | None:
         with self._db.read() as session:
@@ -77,8 +112,7 @@ class Authenticator:
                     )
                 )
         if user is None:
-            self._count_slow()
-            burn_verification(password)
+            self.hashing.verify_unknown(password)
             return None
         if app_password_id is not None:
             with self._db.write() as session:
@@ -88,11 +122,6 @@ class Authenticator:
                     .values(last_used_at=utcnow())
                 )
             return Principal(user.id, user.username)
-        self._count_slow()
-        if verify_password(user.password_hash, password):
+        if self.hashing.verify(user.password_hash, password):
             return Principal(user.id, user.username)
         return None
-
-    def _count_slow(self) -> None:
-        with self._count_lock:
-            self.slow_verifications += 1

@@ -9,21 +9,25 @@ Embedders can use it in a plain WsgiDAV config::
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from wsgidav import dav_error
 from wsgidav.dav_error import DAVError
 from wsgidav.dc.base_dc import BaseDomainController
 
-from oxidav.authz.authenticator import Authenticator, TooManyFailedLogins
+from oxidav.authz.authenticator import Authenticator
+from oxidav.authz.login_refusals import (
+    HTTP_SERVICE_UNAVAILABLE,
+    HTTP_TOO_MANY_REQUESTS,
+    LoginRefused,
+)
 
 REALM = "oxidav"
-HTTP_TOO_MANY_REQUESTS = 429
 ENVIRON_PRINCIPAL = "oxidav.principal"
 
-# WsgiDAV's status table lacks 429 (RFC 6585) and would send "429 Status".
+# WsgiDAV's status table lacks 429 (RFC 6585) and 503; it would send "429 Status".
 dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_TOO_MANY_REQUESTS, "429 Too Many Requests")
+dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_SERVICE_UNAVAILABLE, "503 Service Unavailable")
 
 
 class OxiDomainController(BaseDomainController):  # type: ignore[misc]
@@ -50,11 +54,9 @@ class OxiDomainController(BaseDomainController):  # type: ignore[misc]
         address = environ.get("REMOTE_ADDR", "")
         try:
             principal = self.authenticator.authenticate(user_name, password, address)
-        except TooManyFailedLogins as exc:
+        except LoginRefused as refused:
             raise DAVError(
-                HTTP_TOO_MANY_REQUESTS,
-                "Too many failed logins",
-                add_headers=[("Retry-After", str(math.ceil(exc.retry_after)))],
+                refused.status, refused.reason, add_headers=[refused.retry_after_header]
             ) from None
         if principal is None:
             return False

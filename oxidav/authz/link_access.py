@@ -5,12 +5,15 @@
 
 - the link row is read on every request (``links.find_live``, one indexed query): a deleted or
   expired link, or one whose node is gone or trashed, is 404 on the very next request;
-- a password is checked with argon2. A verified password is remembered (keyed digest, short
-  TTL) under the link id *and its current password hash*, so changing or removing the password
-  — or deleting the link — invalidates it at once;
+- a password is checked with argon2, in a slot of the process's ``HashingGate`` (the one user
+  logins use: 503 with Retry-After when none frees in time). A verified password is remembered
+  (keyed digest, short TTL) under the link id *and its current password hash*, so changing or
+  removing the password — or deleting the link — invalidates it at once;
 - failed passwords are throttled per token + client address (``LoginThrottle``, the class the
   user logins use): past the limit every password — the right one too — gets 429 with
-  Retry-After until the window has passed;
+  Retry-After until the window has passed. A password not remembered also takes a place in the
+  client address's ``AddressBudget`` (shared with user logins) before it is hashed: past that
+  budget, 429 without hashing;
 - a link cookie (``cookie_value``) is an HMAC over the token and an expiry time, keyed by the
   link's current password hash: it needs no server state (any process can check it) and dies
   with the password it was issued under.
@@ -33,9 +36,10 @@ from typing import NoReturn
 
 from oxidav.authz.credential_cache import CredentialCache, Principal
 from oxidav.authz.decision import ALLOW, Decision
+from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.links import LinkMode, LiveLink, find_live
-from oxidav.authz.passwords import verify_password
-from oxidav.authz.throttle import LoginThrottle
+from oxidav.authz.login_refusals import HashingBusy
+from oxidav.authz.throttle import AddressBudget, LoginThrottle
 from oxidav.authz.views import TreeView
 from oxidav.db import Database
 from oxidav.settings import Settings
@@ -61,7 +65,7 @@ _ROOT_CHANGES = frozenset({"DELETE", "MOVE"})
 
 
 class LinkDenied(Exception):
-    """A request a link does not admit: ``status`` (401, 404, 429) and extra headers."""
+    """A request a link does not admit: ``status`` (401, 404, 429, 503) and extra headers."""
 
     def __init__(self, status: int, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
@@ -113,14 +117,22 @@ def deny_line(token: str, link_id: int | None, what: str, decision: Decision, ad
 
 
 class LinkGate:
-    """The process-wide part of public-link access: throttle and verified-password cache."""
+    """The process-wide part of public-link access: throttle and verified-password cache;
+    the hashing cap and the per-address budget are the user logins' (``Authenticator``)."""
 
     def __init__(
-        self, db: Database, settings: Settings, clock: Callable[[], float] = time.time
+        self,
+        db: Database,
+        settings: Settings,
+        hashing: HashingGate,
+        address_budget: AddressBudget,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
         self.verified = CredentialCache(settings.auth_cache_seconds)
+        self.hashing = hashing
+        self.address_budget = address_budget
         self._clock = clock
 
     # -- opening a link ---------------------------------------------------------------------
@@ -144,23 +156,44 @@ class LinkGate:
             self._deny(token, link.id, what, 429, "too many failed passwords", address, retry_after)
         if credentials.password is None:
             self._deny(token, link.id, what, 401, "password required", address)
-        if self.password_ok(link, credentials.password):
+        password = credentials.password
+        if self._remembered(link, password) or self._verify(
+            link, link.password_hash, password, what, address
+        ):
             self.throttle.record_success(link.token, address)
             return link
         self.throttle.record_failure(link.token, address)
         self._deny(token, link.id, what, 401, "wrong password", address)
 
-    def password_ok(self, link: LiveLink, password: str) -> bool:
-        """argon2 verification, remembered under the link's current password hash."""
-        if link.password_hash is None:
-            return True
-        key = f"{link.id}\0{link.password_hash}"
-        if self.verified.get(key, password) is not None:
-            return True
-        if not verify_password(link.password_hash, password):
-            return False
-        self.verified.put(key, password, Principal(link.id, link.token))
-        return True
+    @staticmethod
+    def _verified_key(link: LiveLink) -> str:
+        return f"{link.id}\0{link.password_hash}"
+
+    def _remembered(self, link: LiveLink, password: str) -> bool:
+        """Whether ``password`` verified lately under the link's current password hash."""
+        return self.verified.get(self._verified_key(link), password) is not None
+
+    def _verify(
+        self, link: LiveLink, password_hash: str, password: str, what: str, address: str
+    ) -> bool:
+        """One argon2 verification against the link's ``password_hash``, within the address's
+        budget and a hashing slot; a right password is remembered under that hash."""
+        retry_after = self.address_budget.reserve(address)
+        if retry_after is not None:
+            reason = "too many failed passwords from this address"
+            self._deny(link.token, link.id, what, 429, reason, address, retry_after)
+        right = checked = False
+        try:
+            right = self.hashing.verify(password_hash, password)
+            checked = True
+        except HashingBusy as busy:
+            status, reason = busy.status, busy.reason
+            self._deny(link.token, link.id, what, status, reason, address, busy.retry_after)
+        finally:
+            self.address_budget.settle(address, failed=checked and not right)
+        if right:
+            self.verified.put(self._verified_key(link), password, Principal(link.id, link.token))
+        return right
 
     def _deny(
         self,

@@ -1,4 +1,8 @@
-"""Password hashing: argon2id for user passwords, SHA-256 for generated app passwords."""
+"""Password hashing: argon2id for user passwords, SHA-256 for generated app passwords.
+
+Nothing here runs at import time. Verifications a request causes go through the process's
+``HashingGate`` (``oxidav.authz.hashing_gate``), which bounds how many run at once.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +12,21 @@ import secrets
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-_HASHER = PasswordHasher()  # argon2id with the library's current recommended parameters
-
-#: A valid hash of a random password; verifying against it makes an unknown user cost as
-#: much time as a known one, so response times do not tell which user names exist.
-_DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(16))
+#: argon2id with the library's current recommended parameters (64 MiB per run).
+HASHER = PasswordHasher()
 
 
 def hash_password(password: str) -> str:
     """Return the argon2id PHC string for ``password``."""
-    return _HASHER.hash(password)
+    return HASHER.hash(password)
 
 
-def verify_password(password_hash: str, password: str) -> bool:
+def verify_password(password_hash: str, password: str, hasher: PasswordHasher = HASHER) -> bool:
     """Check ``password`` against an argon2 hash in constant time; never raises on a mismatch."""
     try:
-        return _HASHER.verify(password_hash, password)
+        return hasher.verify(password_hash, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
-
-
-def burn_verification(password: str) -> None:
-    """Spend one argon2 verification for nothing (used when the user does not exist)."""
-    verify_password(_DUMMY_HASH, password)
 
 
 def new_app_password() -> str:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from oxidav.authz.authenticator import TooManyFailedLogins
+from oxidav.authz.authenticator import LoginRefused
 from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import REALM
@@ -124,14 +123,14 @@ class OcsApp:
                 principal = self.services.authenticator.authenticate(
                     name, password, environ.get("REMOTE_ADDR", "")
                 )
-            except TooManyFailedLogins as exc:
+            except LoginRefused as refused:
                 return self._failure(
                     start_response,
                     api_version,
                     as_json,
-                    429,
-                    "Too many failed logins",
-                    [("Retry-After", str(math.ceil(exc.retry_after)))],
+                    refused.status,
+                    refused.reason,
+                    [refused.retry_after_header],
                 )
         if principal is None:
             return self._failure(
@@ -182,11 +181,11 @@ class OcsApp:
         message: str,
         extra: Headers = (),
     ) -> Iterable[bytes]:
-        # v1 always answers HTTP 200 with the failure in the envelope, except for 401 and 429,
-        # which clients must see; v2 answers with the HTTP status (Nextcloud OCS behaviour).
+        # v1 always answers HTTP 200 with the failure in the envelope, except for 401, 429 and
+        # 503, which clients must see; v2 answers with the HTTP status (Nextcloud OCS behaviour).
         code = ocs.NOT_LOGGED_IN if http_status == 401 else http_status
         body, content_type = ocs.render(ocs.envelope(code, message, [], ok=False), as_json)
-        status = http_status if (api_version == 2 or http_status in (401, 429)) else 200
+        status = http_status if (api_version == 2 or http_status in (401, 429, 503)) else 200
         return _respond(start_response, _status_line(status), body, content_type, extra)
 
 
@@ -197,6 +196,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     429: "Too Many Requests",
+    503: "Service Unavailable",
 }
 
 

@@ -28,7 +28,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from oxidav.authz import accounts
-from oxidav.authz.authenticator import TooManyFailedLogins
+from oxidav.authz.authenticator import LoginRefused
 from oxidav.db import utcnow
 from oxidav.db.models.nextcloud import LoginFlow
 from oxidav.db.models.users import User
@@ -52,7 +52,11 @@ def _base_url(environ: WSGIEnvironment) -> str:
 
 
 def _reply(
-    start_response: StartResponse, status: str, body: bytes, content_type: str
+    start_response: StartResponse,
+    status: str,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[str, str]] | None = None,
 ) -> Iterable[bytes]:
     start_response(
         status,
@@ -62,6 +66,7 @@ def _reply(
             ("Cache-Control", "no-store"),
             ("X-Frame-Options", "DENY"),
             ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
+            *(extra or []),
         ],
     )
     return [body]
@@ -72,7 +77,13 @@ def _json(start_response: StartResponse, status: str, data: object) -> Iterable[
     return _reply(start_response, status, body, "application/json; charset=utf-8")
 
 
-def _page(start_response: StartResponse, status: str, title: str, inner: str) -> Iterable[bytes]:
+def _page(
+    start_response: StartResponse,
+    status: str,
+    title: str,
+    inner: str,
+    extra: list[tuple[str, str]] | None = None,
+) -> Iterable[bytes]:
     body = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"
@@ -80,7 +91,7 @@ def _page(start_response: StartResponse, status: str, title: str, inner: str) ->
         "input{display:block;width:100%;margin:.3em 0 1em}</style></head>"
         f"<body><h1>{html.escape(title)}</h1>{inner}</body></html>"
     ).encode()
-    return _reply(start_response, status, body, "text/html; charset=utf-8")
+    return _reply(start_response, status, body, "text/html; charset=utf-8", extra)
 
 
 def _form(environ: WSGIEnvironment) -> dict[str, str]:
@@ -165,9 +176,10 @@ class LoginFlowApp:
             principal = self.services.authenticator.authenticate(
                 name, password, environ.get("REMOTE_ADDR", "")
             )
-        except TooManyFailedLogins:
+        except LoginRefused as refused:
+            message = "Too many failed logins." if refused.status == 429 else "Server busy."
             return self._login_form(
-                start_response, "429 Too Many Requests", csrf, "Too many failed logins."
+                start_response, refused.status_line, csrf, message, [refused.retry_after_header]
             )
         if principal is None:
             return self._login_form(start_response, "401 Unauthorized", csrf, "Wrong password.")
@@ -184,7 +196,11 @@ class LoginFlowApp:
 
     @staticmethod
     def _login_form(
-        start_response: StartResponse, status: str, csrf: str, error: str
+        start_response: StartResponse,
+        status: str,
+        csrf: str,
+        error: str,
+        extra: list[tuple[str, str]] | None = None,
     ) -> Iterable[bytes]:
         message = f"<p role='alert'>{html.escape(error)}</p>" if error else ""
         inner = (
@@ -195,7 +211,7 @@ class LoginFlowApp:
             f"<input type='hidden' name='csrf' value='{html.escape(csrf, quote=True)}'>"
             "<button type='submit'>Grant access</button></form>"
         )
-        return _page(start_response, status, "Connect to your account", inner)
+        return _page(start_response, status, "Connect to your account", inner, extra)
 
     def poll(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         """Step 3: the credentials, exactly once, after the user logged in."""

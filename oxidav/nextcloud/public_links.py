@@ -53,6 +53,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     429: "Too Many Requests",
+    503: "Service Unavailable",
 }
 
 
@@ -150,6 +151,9 @@ class PublicLinkPages:
             return self._answer(
                 start_response, 429, html.message("Too many attempts", text), denied.headers
             )
+        if denied.status == 503:
+            text = "The server is busy. Try again in a moment."
+            return self._answer(start_response, 503, html.message("Busy", text), denied.headers)
         error = "The password is wrong. Try again." if denied.reason == "wrong password" else ""
         scheme = "Basic" if basic else "Form"
         challenge = [("WWW-Authenticate", f'{scheme} realm="oxidav public link"')]

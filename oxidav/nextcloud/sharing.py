@@ -15,12 +15,11 @@ envelope (except 401), v2 the HTTP status itself. The work is done by ``sharing_
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from oxidav.authz.authenticator import TooManyFailedLogins
+from oxidav.authz.authenticator import LoginRefused
 from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import REALM
@@ -45,6 +44,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     429: "Too Many Requests",
+    503: "Service Unavailable",
 }
 
 
@@ -234,9 +234,9 @@ class SharingApp:
                 principal = self.services.authenticator.authenticate(
                     name, password, environ.get("REMOTE_ADDR", "")
                 )
-            except TooManyFailedLogins as exc:
-                retry = [("Retry-After", str(math.ceil(exc.retry_after)))]
-                raise _Unauthorized(429, "Too many failed logins", retry) from None
+            except LoginRefused as refused:
+                retry = [refused.retry_after_header]
+                raise _Unauthorized(refused.status, refused.reason, retry) from None
             if principal is not None:
                 return principal
         challenge = [("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"')]
@@ -258,7 +258,7 @@ class SharingApp:
         else:
             code = ocs.NOT_LOGGED_IN if status == 401 else status
         body, content_type = ocs.render(ocs.envelope(code, message, data, ok=ok), as_json)
-        http = status if (version == 2 or status in (401, 429)) else 200
+        http = status if (version == 2 or status in (401, 429, 503)) else 200
         headers = [
             ("Content-Type", content_type),
             ("Content-Length", str(len(body))),

@@ -1,13 +1,19 @@
-"""The authenticator's policy: passwords, app passwords, the credential cache and the throttle."""
+"""The authenticator's policy: passwords, app passwords, the credential cache, the throttles
+and the hashing cap."""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 import pytest
 
 from oxidav.authz import accounts
-from oxidav.authz.authenticator import Authenticator, TooManyFailedLogins
+from oxidav.authz.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
+from oxidav.authz.hashing_gate import HashingGate
+from oxidav.authz.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
 from oxidav.db import Database
-from oxidav.settings import Settings
+from oxidav.settings import Settings, SettingsError, load_settings
 
 
 @pytest.fixture
@@ -105,3 +111,89 @@ def test_account_errors(database: Database, alice: int) -> None:
         accounts.create_user(database, "carol", "")
     with pytest.raises(accounts.AccountError):
         accounts.set_password(database, "nobody", "x")
+
+
+def test_address_budget_counts_checks_in_flight_and_expires() -> None:
+    now = [100.0]
+    budget = AddressBudget(2, 60.0, clock=lambda: now[0])
+    assert budget.reserve("10.0.0.1") is None
+    assert budget.reserve("10.0.0.1") is None
+    assert budget.reserve("10.0.0.1") == IN_FLIGHT_RETRY_SECONDS  # two checks still running
+    assert budget.reserve("10.0.0.2") is None  # per address
+    budget.settle("10.0.0.1", failed=False)  # a success frees its place...
+    assert budget.reserve("10.0.0.1") is None
+    budget.settle("10.0.0.1", failed=True)
+    budget.settle("10.0.0.1", failed=True)
+    now[0] += 10
+    assert budget.reserve("10.0.0.1") == pytest.approx(50.0)  # ...failures stay for the window
+    now[0] += 51
+    assert budget.reserve("10.0.0.1") is None
+
+
+def test_ipv6_addresses_share_a_budget_per_64() -> None:
+    assert address_key("2001:db8::1") == address_key("2001:db8::ffff:2") == "2001:db8::/64"
+    assert address_key("2001:db8:0:1::1") != address_key("2001:db8::1")
+    assert address_key("::ffff:10.0.0.1") == "10.0.0.1"
+    assert address_key("10.0.0.1") == "10.0.0.1"
+    assert address_key("not an address") == "not an address"
+
+
+def test_address_budget_spans_user_names_and_refuses_before_hashing(
+    database: Database, alice: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "oxidav.auth")
+    auth = make_auth(database, auth_max_failures_per_address=2)
+    assert auth.authenticate("alice", "secret", "10.0.0.1") is not None
+    assert auth.authenticate("nobody1", "x", "10.0.0.1") is None
+    assert auth.authenticate("nobody2", "x", "10.0.0.1") is None
+    runs = auth.hashing.verifications
+    with pytest.raises(TooManyFailedLogins) as info:
+        auth.authenticate("nobody3", "x", "10.0.0.1")
+    assert info.value.status == 429 and info.value.retry_after > 0
+    refusals = [r.getMessage() for r in caplog.records if "login refused" in r.getMessage()]
+    assert refusals == [
+        "login refused status=429 address=10.0.0.1 reason=too many failed logins from this address"
+    ]
+    with pytest.raises(TooManyFailedLogins):
+        auth.authenticate("bob", "x", "10.0.0.1")
+    assert auth.hashing.verifications == runs
+    # A cached credential is not refused; another address is not affected.
+    assert auth.authenticate("alice", "secret", "10.0.0.1") is not None
+    assert auth.authenticate("nobody3", "x", "10.0.0.2") is None
+
+
+def test_unknown_user_costs_one_argon2_run(database: Database, alice: int) -> None:
+    auth = make_auth(database)
+    for expected in (1, 2, 3):
+        assert auth.authenticate("nobody", "guess", f"10.0.0.{expected}") is None
+        assert auth.hashing.verifications == expected
+
+
+def test_no_hashing_slot_in_time_is_hashing_busy(database: Database, alice: int) -> None:
+    auth = make_auth(database, auth_hash_concurrency=1, auth_hash_wait_seconds=0.05)
+    with auth.hashing.slot(), pytest.raises(HashingBusy) as info:
+        auth.authenticate("alice", "secret", "10.0.0.1")
+    assert info.value.status == 503 and info.value.retry_after_header == ("Retry-After", "1")
+    assert auth.authenticate("alice", "secret", "10.0.0.1") is not None
+
+
+def test_hashing_queue_is_bounded() -> None:
+    gate = HashingGate(concurrency=1, wait=60.0, queue=0)
+    with gate.slot(), pytest.raises(HashingBusy), gate.slot():
+        pass
+    assert gate.running == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("auth_max_failures_per_address", "0"),
+        ("auth_hash_concurrency", "0"),
+        ("auth_hash_concurrency", "65"),
+        ("auth_hash_wait_seconds", "0"),
+    ],
+)
+def test_bad_budget_settings_name_the_key(tmp_path: Path, key: str, value: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"data_dir": tmp_path}, env={f"OXIDAV_{key.upper()}": value})
+    assert f"'{key}'" in str(info.value)

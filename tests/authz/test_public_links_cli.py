@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from grants_support import World
 
+from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.links import LinkMode
+from oxidav.authz.throttle import AddressBudget
 from oxidav.cli import main
 from oxidav.settings import Settings
 
@@ -36,7 +38,13 @@ def oxidav(
 
 def test_links_from_the_command_line(world: World, oxidav) -> None:
     alice = world.alice.username
-    gate = LinkGate(world.db, Settings())
+    settings = Settings()
+    gate = LinkGate(
+        world.db,
+        settings,
+        HashingGate.from_settings(settings),
+        AddressBudget.from_settings(settings),
+    )
     code, out, _ = oxidav("share", "link", "create", alice, "/A/S")
     assert code == 0
     plain = out.strip()
