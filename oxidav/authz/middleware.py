@@ -6,11 +6,9 @@ grant engine's per-request context, also left in ``environ["oxidav.authz"]`` for
 below). Every denial writes exactly one structured audit line to the ``oxidav.audit`` logger:
 the engine's own line for a grant denial, the line written here for any other.
 
-A request allowed into another user's file tree (a share) is served *in the owner's tree*: the
-owner's name goes to ``environ["oxidav.authz.acting_for"]``, which the files provider honours,
-so writes land in the owner's tree and count against the owner's quota, while the caller stays
-the authenticated user everywhere else (locks are taken in the caller's name, the access log
-names the caller).
+Another user's home answers 404 (``policy``): shares are reached through the caller's mounts.
+``ENVIRON_ACTING_FOR`` is no longer set by this layer (a request never acts in another user's
+tree by that user's URL); the files provider still honours it if a trusted caller sets it.
 
 A request in the caller's own file tree that may involve their mounts (shares shown in their
 tree, ``oxidav.authz.mounts``) reads the caller's mount table first: a path below a mount point
@@ -87,8 +85,6 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
             raise DAVError(decision.status)
         if verdict.unshare is not None:
             return self._unshare(environ, start_response, verdict.unshare)
-        if verdict.acting_owner is not None:
-            environ[ENVIRON_ACTING_FOR] = verdict.acting_owner
         if verdict.views:
             environ[ENVIRON_VIEWS] = verdict.views
         result: Iterable[bytes] = self.next_app(environ, start_response)

@@ -18,7 +18,9 @@ owner's renames and cannot be renamed by the recipient.
 **Cost.** ``MountService.table`` reads through the request's ``RequestAuthz``: the grants
 generation (one primary-key read) and the principal's grant set (cached per generation). A user
 who holds no file or folder grant pays nothing more; otherwise one query loads the shared nodes
-with their owners' names and one finds which candidate names are taken (plus one lookup of the
+with their owners' names (a reshare among them is weighed by what its maker holds: the maker's
+grant set and, for a node below a folder share, its ancestor chain) and one finds which
+candidate names are taken (plus one lookup of the
 share folder when it is not the root). Nothing is cached across requests, so a revocation, a
 rename or a trashed share shows on the very next request.
 
@@ -48,6 +50,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.generation import local_changes
+from oxidav.authz.resources import Resource
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
@@ -87,6 +90,16 @@ class MountTable:
             if mount.name == wanted:
                 return mount
         return None
+
+    def locate(self, tree_path: str) -> tuple[Mount, str] | None:
+        """The mount a path of the user's tree lies at or below, and the owner's path there."""
+        if not tree_path.startswith(self.folder + "/"):
+            return None
+        name, _, below = tree_path[len(self.folder) + 1 :].partition("/")
+        mount = self.get(name)
+        if mount is None:
+            return None
+        return mount, mount.node.path + ("/" + below if below else "")
 
     def is_mount_root(self, node_id: int) -> bool:
         return any(m.node.id == node_id for m in self.mounts)
@@ -190,16 +203,19 @@ class MountService:
         me = principal.user_id
         grants = authz.grant_set()
         wanted = {
-            rid: owner
-            for (kind, rid), (owner, _role) in grants.roles.items()
-            if kind.is_node and owner != me
+            rid: held.owner_id
+            for (kind, rid), held in grants.held.items()
+            if kind.is_node and held.owner_id != me
         }
         if not wanted:
             return empty
         with self.db.read() as session:
-            shared = _shared_nodes(session, wanted)
-            if not shared:
-                return empty
+            found = _shared_nodes(session, wanted)
+        # A reshare whose maker no longer holds the share bit is worth nothing: no mount.
+        shared = [(node, owner) for node, owner in found if authz.granted(Resource.node(node))]
+        if not shared:
+            return empty
+        with self.db.read() as session:
             folder = resolve(session, me, self.folder)
         if folder is None:
             folder = self._make_folder(me)

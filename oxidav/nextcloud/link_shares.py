@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session
 from oxidav.authz import links
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.links import LinkError, LinkMode
-from oxidav.authz.roles import Role
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
 from oxidav.nextcloud.sharing_ops import (
@@ -85,7 +84,7 @@ class LinkShares:
         label: str,
     ) -> dict[str, Any]:
         node = self.shares.node_at(session, principal, path)
-        self.shares._may_share(session, principal, node, Role.VIEWER)
+        self.shares._may_share(session, principal, node, READ)
         if node.user_id != principal.user_id:
             raise ShareError(403, "Only the owner can create a public link")
         if node.path == "":

@@ -1,8 +1,10 @@
 """``REPORT oc:filter-files``: the user's favorites below a folder (Nextcloud FilesReportPlugin).
 
 The body names the properties wanted (``d:prop``) and the rules (``oc:filter-rules`` with
-``oc:favorite`` 1); the answer is a multistatus with one response per favorite file or folder
-at or below the target folder, with the asked-for properties (enrichers included). Other
+``oc:favorite`` 1); the answer is a multistatus with one response per file or folder the
+*caller* marked as favorite at or below the target folder — in a share, the caller's marks,
+never the owner's; at or above the caller's mount folder, their marks inside their mounts as
+well — with the asked-for properties (enrichers included). Other
 rules (``oc:systemtag``, ``oc:circle``) are not supported: 400 for a report without a
 favorite rule, as oxidav has no tags yet.
 """
@@ -16,6 +18,9 @@ from lxml import etree
 from wsgidav import util, xml_tools
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
+from oxidav.authz.credential_cache import Principal
+from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.mounts import mounts_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
 from oxidav.providers.request_server import OxiRequestServer, register_report
@@ -52,16 +57,24 @@ class FilterFilesReport:
         if not favorite:
             raise DAVError(HTTP_BAD_REQUEST, "only the oc:favorite filter rule is supported")
         folder: NodeInfo = resource.node
-        with resource.provider.backend.db.read() as session:
-            nodes = list_favorites(session, folder.user_id, below=folder.path)
-        multistatus = xml_tools.make_multistatus_el()
+        principal = environ.get(ENVIRON_PRINCIPAL)
+        caller = principal.user_id if isinstance(principal, Principal) else folder.user_id
         base = resource.path.rstrip("/")
-        for node in nodes:
-            if node.id == folder.id:
-                continue
-            member = resource.provider.get_resource_inst(
-                base + node.path[len(folder.path) :], environ
-            )
+        found: list[str] = []
+        with resource.provider.backend.db.read() as session:
+            for node in list_favorites(session, caller, folder.path, folder.user_id):
+                if node.id != folder.id:
+                    found.append(base + node.path[len(folder.path) :])
+            table = mounts_of(environ)
+            if folder.user_id == caller and table is not None and table.rolls_up(folder.path):
+                for mount in table.mounts:
+                    at = f"{base}{table.folder[len(folder.path) :]}/{mount.name}"
+                    shared = mount.node
+                    for node in list_favorites(session, caller, shared.path, shared.user_id):
+                        found.append(at + node.path[len(shared.path) :])
+        multistatus = xml_tools.make_multistatus_el()
+        for path in found:
+            member = resource.provider.get_resource_inst(path, environ)
             if member is None:
                 continue
             properties = member.get_properties("named", name_list=names)
