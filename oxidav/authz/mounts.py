@@ -51,6 +51,7 @@ from sqlalchemy.orm import Session
 from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.generation import local_changes
 from oxidav.authz.resources import Resource
+from oxidav.authz.views import TreeView
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
@@ -100,6 +101,14 @@ class MountTable:
         if mount is None:
             return None
         return mount, mount.node.path + ("/" + below if below else "")
+
+    def views(self, url_folder: str) -> tuple[TreeView, ...]:
+        """A view for each mount, the mount folder being at decoded URL path ``url_folder``
+        (for a request on a folder above the mounts that serves members inside them)."""
+        base = url_folder.rstrip("/")
+        return tuple(
+            TreeView(m.owner, m.node.user_id, f"{base}/{m.name}", m.node.path) for m in self.mounts
+        )
 
     def is_mount_root(self, node_id: int) -> bool:
         return any(m.node.id == node_id for m in self.mounts)
@@ -183,13 +192,16 @@ class MountService:
         seen = self._no_mounts.get(user_id)
         return seen is not None and seen[0] == local_changes() and time.monotonic() < seen[1]
 
-    def table(self, authz: RequestAuthz) -> MountTable:
+    def table(self, authz: RequestAuthz, *, make_folder: bool = True) -> MountTable:
+        """The user's mounts; the share folder is created on first need unless
+        ``make_folder`` is false (a caller inside a write transaction: the names are the
+        same, as a missing folder holds no name of the user's own)."""
         principal = authz.principal
         me = principal.user_id
         empty = MountTable(me, principal.username, self.folder)
         if self.known_without_mounts(me):
             return empty
-        table = self._read_table(authz, empty)
+        table = self._read_table(authz, empty, make_folder)
         if table.mounts:
             self._no_mounts.pop(me, None)
         else:
@@ -198,7 +210,7 @@ class MountService:
             self._no_mounts[me] = (local_changes(), time.monotonic() + NO_MOUNTS_SECONDS)
         return table
 
-    def _read_table(self, authz: RequestAuthz, empty: MountTable) -> MountTable:
+    def _read_table(self, authz: RequestAuthz, empty: MountTable, make_folder: bool) -> MountTable:
         principal = authz.principal
         me = principal.user_id
         grants = authz.grant_set()
@@ -217,6 +229,8 @@ class MountService:
             return empty
         with self.db.read() as session:
             folder = resolve(session, me, self.folder)
+        if folder is None and not make_folder:
+            return MountTable(me, principal.username, self.folder, name_mounts(shared, set()))
         if folder is None:
             folder = self._make_folder(me)
         if folder is None or not folder.is_folder:

@@ -21,6 +21,7 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.mounts import mounts_of
+from oxidav.authz.views import ENVIRON_VIEWS, views_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
 from oxidav.providers.request_server import OxiRequestServer, register_report
@@ -67,6 +68,9 @@ class FilterFilesReport:
                     found.append(base + node.path[len(folder.path) :])
             table = mounts_of(environ)
             if folder.user_id == caller and table is not None and table.rolls_up(folder.path):
+                # The members inside the mounts are served through the mounts' views.
+                url_folder = resource.provider.share_path + base + table.folder[len(folder.path) :]
+                environ[ENVIRON_VIEWS] = (*views_of(environ), *table.views(url_folder))
                 for mount in table.mounts:
                     at = f"{base}{table.folder[len(folder.path) :]}/{mount.name}"
                     shared = mount.node

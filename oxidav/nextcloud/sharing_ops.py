@@ -112,7 +112,7 @@ class ShareService:
         """The owner's node at a path below one of the caller's mount points, if they hold a
         bit on it."""
         authz = self.engine.request(principal, session)
-        found = self.mounts.table(authz).locate(tree_path)
+        found = self.mounts.table(authz, make_folder=False).locate(tree_path)
         if found is None:
             return None
         mount, owner_path = found
@@ -285,7 +285,7 @@ class ShareService:
             shares = (self._render(session, row) for row in rows)
             return [share for share in shares if share is not None]
         authz = self.engine.request(principal, session)
-        table = self.mounts.table(authz)
+        table = self.mounts.table(authz, make_folder=False)
         targets = {m.node.id: f"{table.folder}/{m.name}" for m in table.mounts}
         received: list[dict[str, Any]] = []
         for row in rows:
