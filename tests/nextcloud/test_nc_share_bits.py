@@ -157,6 +157,10 @@ def test_each_bit_allows_exactly_its_actions(live_server: LiveServer) -> None:
                 share(server, "bob", top, "carol", bits | UPDATE | CREATE | DELETE)[0],
                 200 if bits & SHARE and bits & 14 == 14 else 403,
             ),
+            "link": (
+                ocs(server, "POST", SHARES, "bob", {"path": top, "shareType": 3})[0],
+                allowed(SHARE, 200),
+            ),
             "owner url": (
                 int(server.request("GET", f"{DAV}/alice{top}/f.txt", user="bob").status),
                 404,
