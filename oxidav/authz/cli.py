@@ -28,10 +28,11 @@ from sqlalchemy.orm import Session
 from oxidav.authz import grants, groups, links_cli, targets
 from oxidav.authz.grants import GrantError, Subject, SubjectKind
 from oxidav.authz.groups import GroupError
+from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.roles import Role, describe
 from oxidav.authz.targets import TargetError
 from oxidav.db import Database
-from oxidav.db.models.authz import UserGroup
+from oxidav.db.models.authz import Grant, UserGroup
 from oxidav.db.models.users import User
 from oxidav.settings import Settings
 
@@ -115,6 +116,8 @@ def _share_add(db: Database, args: argparse.Namespace) -> None:
         assert subject is not None
         access = args.permissions if args.permissions is not None else Role(args.role)
         grant_id = grants.grant(session, subject, resource, access, expires_at=args.expires)
+        if resource.kind.is_node:  # a reduced grant reduces the reshares made through it
+            settle_reshares(session, db, resource.owner_id)
     print(grant_id)
 
 
@@ -137,7 +140,10 @@ def _share_list(db: Database, args: argparse.Namespace) -> None:
 
 def _share_revoke(db: Database, args: argparse.Namespace) -> None:
     with db.write() as session:
+        owner_id = session.scalar(select(Grant.owner_id).where(Grant.id == args.id))
         grants.revoke(session, args.id)
+        if owner_id is not None:  # the reshares made through it go too
+            settle_reshares(session, db, int(owner_id))
     print(f"revoked grant {args.id}")
 
 

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from sqlalchemy import select
 from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
@@ -36,7 +37,9 @@ from oxidav.authz.engine import GrantEngine
 from oxidav.authz.grants import GrantError, revoke
 from oxidav.authz.mounts import ENVIRON_MOUNTS, MountService, MountTable, involves_mounts
 from oxidav.authz.policy import Verdict, authorize, decide, destination_path
+from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.views import ENVIRON_VIEWS
+from oxidav.db.models.authz import Grant
 from oxidav.providers.urls import FILES, LEGACY_WEBDAV
 from oxidav.tree import InvalidName, normalize_path
 
@@ -152,7 +155,10 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         assert self.engine is not None
         try:
             with self.engine.db.write() as session:
+                owner_id = session.scalar(select(Grant.owner_id).where(Grant.id == grant_id))
                 revoke(session, grant_id)
+                if owner_id is not None:  # the reshares made through it go too
+                    settle_reshares(session, self.engine.db, int(owner_id))
         except GrantError:  # revoked by a concurrent request
             raise DAVError(404, "no such share") from None
         audit.info(

@@ -260,6 +260,14 @@ def test_reshare_chain_revoke_reduce_expire(live_server: LiveServer) -> None:
     for user in ("bob", "carol", "dave"):
         assert status(server, user, "GET", "/Team/a.txt") == 404, user
 
+    # bob leaves the share (DELETE of his mount point): what he reshared goes with him.
+    chain()
+    assert status(server, "bob", "DELETE", "/Team") == 204
+    for user in ("bob", "carol", "dave"):
+        assert status(server, user, "GET", "/Team/a.txt") == 404, user
+    _, listed = ocs(server, "GET", SHARES, "alice", query="format=json&path=/Team&reshares=true")
+    assert listed["data"] == []
+
 
 def test_no_existence_oracle_through_the_share_api(live_server: LiveServer) -> None:
     server = live_server
