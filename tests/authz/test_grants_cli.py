@@ -93,3 +93,33 @@ def test_share_add_takes_roles_or_bits(world: World, oxidav) -> None:
     assert engine.check(world.bob, Action.DELETE, file).allowed
     code, _, err = oxidav("share", "add", f"files/{alice}/A/T", "--user", bob, "--permissions", "4")
     assert code == 2 and "read" in err
+
+
+def test_share_revoke_takes_the_reshares_made_through_it(world: World, oxidav) -> None:
+    from oxidav.authz import grants
+    from oxidav.authz.grants import Subject
+
+    alice, bob = world.alice.username, world.bob.username
+    _, out, _ = oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--role", "manager")
+    bob_grant = int(out.strip())
+    with world.db.write() as s:
+        grants.grant(
+            s,
+            Subject.user(world.carol.user_id),
+            world.res("/A/S"),
+            31,
+            created_by=world.bob.user_id,
+        )
+    engine = world.engine()
+    file = world.res("/A/S/f.txt")
+    assert engine.check(world.carol, Action.WRITE, file).allowed
+    assert (
+        oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--permissions", "17")[0] == 0
+    )
+    _, out, _ = oxidav("share", "list", "--user", world.carol.username)
+    assert "\t17\texpires=never" in out  # reduced to what bob holds
+    assert engine.check(world.carol, Action.WRITE, file).status == 403
+    assert oxidav("share", "revoke", str(bob_grant))[0] == 0
+    _, out, _ = oxidav("share", "list", "--user", world.carol.username)
+    assert out == ""
+    assert engine.check(world.carol, Action.READ, file).status == 404
