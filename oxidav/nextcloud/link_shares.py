@@ -4,12 +4,13 @@ and their part of the share list.
 A link share is a row of ``public_links`` (``oxidav.authz.links``). Its OCS id is
 ``LINK_ID_BASE + link id``, so link ids never collide with user/group share ids (grant ids)
 in the one id space the API exposes. Permissions map to the link mode: 1 (read) -> read-only,
-4 (create only) -> upload-only (file drop), read plus any write bit, or ``publicUpload=true``,
--> read-write (answered as 15). The owner of a file or folder may make a link to it, and so may
-a recipient holding the share bit and the link's bits (as in Nextcloud), named by their own
-view of their tree; such a link never lasts longer than the maker holds the share bit, and is
-dead whenever the maker no longer holds those bits (``link_access``). The password is never
-echoed: a protected link answers ``"password": "***"`` (Nextcloud sends the hash itself).
+4 (create only) -> upload-only (file drop), 15 or ``publicUpload=true`` -> read-write; any
+other sum is refused (400), never widened. The owner of a file or folder may make a link to
+it, and so may a recipient holding the share bit and the link's bits (as in Nextcloud), named
+by their own view of their tree; such a link never lasts longer than the maker holds the share
+bit, and is dead whenever the maker no longer holds those bits (``link_access``). The password
+is never echoed: a protected link answers ``"password": "***"`` (Nextcloud sends the hash
+itself).
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from sqlalchemy.orm import Session
 from oxidav.authz import links
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.links import LinkError, LinkMode
+from oxidav.authz.roles import ALL
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
 from oxidav.nextcloud.sharing_ops import (
-    CREATE,
-    DELETE,
     READ,
-    UPDATE,
+    SHARE,
     ShareError,
     ShareService,
     parse_expiry,
@@ -49,16 +49,20 @@ def is_link_id(share_id: int) -> bool:
 
 
 def mode_of(permissions: int | None, public_upload: bool) -> LinkMode:
-    """The link mode a permission bitmask (and Nextcloud's ``publicUpload``) asks for."""
+    """The link mode a permission bitmask (and Nextcloud's ``publicUpload``) asks for: 1 read,
+    4 file drop, 15 read-write (the share bit is dropped: a link is not reshared). Any other
+    sum is refused, never widened."""
     if permissions is None:
         return LinkMode.EDIT if public_upload else LinkMode.READ
-    if permissions == CREATE:
-        return LinkMode.UPLOAD
-    if permissions < 0 or permissions > 31 or not permissions & READ:
-        raise ShareError(400, "Invalid permissions for a public link")
-    if permissions & (UPDATE | CREATE | DELETE) or public_upload:
-        return LinkMode.EDIT
-    return LinkMode.READ
+    bits = permissions & ~SHARE if 0 <= permissions <= ALL else -1
+    if bits == READ:
+        return LinkMode.EDIT if public_upload else LinkMode.READ
+    for mode in LinkMode:
+        if bits == mode.permissions:
+            return mode
+    raise ShareError(
+        400, "Invalid permissions for a public link: 1 (read), 4 (file drop) or 15 (read-write)"
+    )
 
 
 def _expiry(text: str | None) -> datetime | links.Keep | None:
