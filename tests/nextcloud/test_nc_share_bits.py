@@ -345,3 +345,18 @@ def test_can_edit_and_favourites_are_the_callers(live_server: LiveServer) -> Non
     assert f"{DAV}/bob/Team/b.txt" in favourites("bob", "/")
     alice_sees = favourites("alice", "/")
     assert "a.txt" in alice_sees and "b.txt" not in alice_sees
+
+
+def test_link_bits_are_never_widened(live_server: LiveServer) -> None:
+    """Links: 1 read, 4 file drop, 15 read-write, as Nextcloud; other sums are refused."""
+    server = live_server
+    assert status(server, "alice", "MKCOL", "/Drop") == 201
+    for bits, want in ((1, 1), (4, 4), (15, 15), (17, 1), (31, 15)):
+        params = {"path": "/Drop", "shareType": 3, "permissions": bits}
+        code, doc = ocs(server, "POST", SHARES, "alice", params)
+        assert (code, doc["data"]["permissions"]) == (200, want), bits
+    for bits in (3, 5, 7, 9, 13):
+        params = {"path": "/Drop", "shareType": 3, "permissions": bits}
+        assert ocs(server, "POST", SHARES, "alice", params)[0] == 400, bits
+    _, listed = ocs(server, "GET", SHARES, "alice")
+    assert len(listed["data"]) == 5
