@@ -21,7 +21,9 @@ grants (one query, groups resolved in it). A node's folder role is computed once
 from the folder's ancestor chain (one query, for every folder of a ``filter`` call at once) and
 shared by all its children; resources of owners from whom the principal holds no folder grant
 need no chain at all. A listing of N children therefore costs at most three queries, whatever
-N is, and a warm one (caches filled by an earlier request) costs only the generation read.
+N is, and a warm one (caches filled by an earlier request) costs only the generation read. A
+reshare adds its maker's reads (their grant set, and the chain of a folder below their share),
+once per maker and folder per request, cached across requests alike.
 
 **Caches across requests** (bounded, ``ttl`` seconds):
 
