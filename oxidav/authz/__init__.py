@@ -18,7 +18,9 @@ Authorization:
   resource)`` and the batched ``filter(...)`` answer with a ``Decision`` (and the status to give:
   404 where a 403 would reveal that something exists); ``engine.request(principal)`` gives the
   per-request ``RequestAuthz`` that memoises folder decisions. ``roles`` holds the one table of
-  which ``Role`` allows which ``Action``; ``http_actions`` which actions a WebDAV method asks.
+  which permission bit (Nextcloud's: read, update, create, delete, share) allows which
+  ``Action``, and the ``Role`` names of common sums; ``http_actions`` which actions a WebDAV
+  method asks. A reshare is worth what its maker still holds (``reshares`` settles the rows).
 - ``collections``: calendars and address books shared with a principal — which ones it
   reaches (one grant-set read per request) and what it may do with their objects; the CalDAV
   and CardDAV providers list them in the recipient's home and ask it before every write.
@@ -28,7 +30,7 @@ Authorization:
 - ``grants`` and ``groups``: recording grants and (nested) groups; ``cli``: the operator's
   ``oxidav group`` and ``oxidav share`` commands.
 
-To change who may do what, change ``roles.ROLE_ACTIONS`` or the engine — never a handler.
+To change who may do what, change ``roles.ACTION_BITS`` or the engine — never a handler.
 """
 
 from oxidav.authz.authenticator import Authenticator, TooManyFailedLogins
@@ -36,13 +38,14 @@ from oxidav.authz.credential_cache import Principal
 from oxidav.authz.decision import Decision
 from oxidav.authz.engine import GrantEngine, RequestAuthz
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Role
+from oxidav.authz.roles import Action, Permission, Role
 
 __all__ = [
     "Action",
     "Authenticator",
     "Decision",
     "GrantEngine",
+    "Permission",
     "Principal",
     "RequestAuthz",
     "Resource",

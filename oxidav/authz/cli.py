@@ -3,12 +3,16 @@
     oxidav group add NAME | delete NAME | list
     oxidav group member add GROUP (--user U | --group G)
     oxidav group member remove GROUP (--user U | --group G)
-    oxidav share add RESOURCE (--user U | --group G) [--role viewer] [--expires ISO-8601]
+    oxidav share add RESOURCE (--user U | --group G) [--role viewer | --permissions BITS]
+                     [--expires ISO-8601]
     oxidav share list [RESOURCE] [--user U | --group G]
     oxidav share revoke ID
     oxidav share link create|list|delete …       (public links: ``oxidav.authz.links_cli``)
 
 RESOURCE is ``files/<user>/<path>``, ``calendars/<user>/<uri>`` or ``addressbooks/<user>/<uri>``.
+A role names a sum of Nextcloud's permission bits (``roles.Role``: viewer 1, editor 15,
+manager and owner 31); ``--permissions`` gives the bits themselves (1 read, 2 update, 4 create,
+8 delete, 16 share).
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from sqlalchemy.orm import Session
 from oxidav.authz import grants, groups, links_cli, targets
 from oxidav.authz.grants import GrantError, Subject, SubjectKind
 from oxidav.authz.groups import GroupError
-from oxidav.authz.roles import Role
+from oxidav.authz.reshares import settle_reshares
+from oxidav.authz.roles import Role, describe
 from oxidav.authz.targets import TargetError
 from oxidav.db import Database
-from oxidav.db.models.authz import UserGroup
+from oxidav.db.models.authz import Grant, UserGroup
 from oxidav.db.models.users import User
 from oxidav.settings import Settings
 
@@ -109,9 +114,10 @@ def _share_add(db: Database, args: argparse.Namespace) -> None:
         resource = targets.resolve_target(session, args.resource)
         subject = _subject(session, args)
         assert subject is not None
-        grant_id = grants.grant(
-            session, subject, resource, Role(args.role), expires_at=args.expires
-        )
+        access = args.permissions if args.permissions is not None else Role(args.role)
+        grant_id = grants.grant(session, subject, resource, access, expires_at=args.expires)
+        if resource.kind.is_node:  # a reduced grant reduces the reshares made through it
+            settle_reshares(session, db, resource.owner_id)
     print(grant_id)
 
 
@@ -129,12 +135,15 @@ def _share_list(db: Database, args: argparse.Namespace) -> None:
             )
             what = targets.describe_target(session, row.resource_kind, row.resource_id)
             expires = row.expires_at.isoformat() if row.expires_at else "never"
-            print(f"{row.id}\t{who}\t{what}\t{row.role.value}\texpires={expires}")
+            print(f"{row.id}\t{who}\t{what}\t{describe(row.permissions)}\texpires={expires}")
 
 
 def _share_revoke(db: Database, args: argparse.Namespace) -> None:
     with db.write() as session:
+        owner_id = session.scalar(select(Grant.owner_id).where(Grant.id == args.id))
         grants.revoke(session, args.id)
+        if owner_id is not None:  # the reshares made through it go too
+            settle_reshares(session, db, int(owner_id))
     print(f"revoked grant {args.id}")
 
 
@@ -169,7 +178,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add = share_cmds.add_parser("add", help="grant a user or group a role; prints the grant id")
     add.add_argument("resource", metavar="RESOURCE", help="files/USER/PATH, calendars/USER/URI …")
     _subject_options(add, required=True)
-    add.add_argument("--role", choices=[r.value for r in Role], default=Role.VIEWER.value)
+    access = add.add_mutually_exclusive_group()
+    access.add_argument("--role", choices=[r.value for r in Role], default=Role.VIEWER.value)
+    access.add_argument(
+        "--permissions",
+        type=int,
+        help="Nextcloud's bits: 1 read, 2 update, 4 create, 8 delete, 16 share",
+    )
     add.add_argument("--expires", type=_parse_expiry, help="expiry, ISO 8601 (UTC if no zone)")
     add.set_defaults(handler=_run(_share_add))
     listing = share_cmds.add_parser("list", help="list grants")

@@ -3,8 +3,8 @@
 A grant on a calendar or an address book (``ResourceKind.CALENDAR`` / ``ADDRESSBOOK``) reaches
 the collection and every object in it. Objects have no grants of their own, so every action on
 an object — reading it, replacing it (``WRITE``), adding one (``CREATE``), deleting one
-(``DELETE``) — is judged on the role held on its collection, by ``roles.ROLE_ACTIONS``: a viewer
-reads, an editor or manager also writes. Expired grants allow nothing. The owner of a
+(``DELETE``) — is judged on the bits held on its collection, by ``roles.ACTION_BITS``: read
+reads, update replaces, create adds, delete deletes. Expired grants allow nothing. The owner of a
 collection is never "reached" through a share: their own home serves it.
 
 **Cost.** ``CollectionAccess`` lives for one request, over the engine's ``RequestAuthz``: the
@@ -32,7 +32,7 @@ from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.engine import GrantEngine, RequestAuthz
 from oxidav.authz.grants import Subject
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Role, allows
+from oxidav.authz.roles import Action, allows
 from oxidav.db import Database
 
 #: Where a request's ``CollectionAccess`` is kept (WsgiDAV resolves a path several times).
@@ -43,18 +43,18 @@ COLLECTION_KINDS = (ResourceKind.CALENDAR, ResourceKind.ADDRESSBOOK)
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """A collection of another user that the principal reaches, and the role they hold."""
+    """A collection of another user that the principal reaches, and the bits they hold."""
 
     resource: Resource
-    role: Role
+    permissions: int
 
     def may(self, action: Action) -> bool:
-        """Whether the role allows ``action`` on the collection's objects."""
-        return allows(self.role, action)
+        """Whether the bits allow ``action`` on the collection's objects."""
+        return allows(self.permissions, action)
 
     @property
     def writable(self) -> bool:
-        """May objects be added, replaced and deleted (an editor or stronger)?"""
+        """May objects be added, replaced and deleted (update, create and delete held)?"""
         return all(self.may(a) for a in (Action.WRITE, Action.CREATE, Action.DELETE))
 
 
@@ -81,21 +81,26 @@ class CollectionAccess:
         if kind not in COLLECTION_KINDS:
             raise ValueError(f"{kind.value} is not a calendar or address-book kind")
         me = self.principal.user_id
-        held = self.authz.grant_set().roles
-        found = [
-            Reach(Resource(kind, resource_id, owner_id), role)
-            for (granted_kind, resource_id), (owner_id, role) in held.items()
-            if granted_kind is kind and owner_id != me
-        ]
-        return sorted(found, key=lambda reach: reach.resource.id)
+        held = self.authz.grant_set().held
+        reached = (
+            Reach(resource, self.authz.granted(resource))
+            for resource in (
+                Resource(kind, resource_id, found.owner_id)
+                for (granted_kind, resource_id), found in held.items()
+                if granted_kind is kind and found.owner_id != me
+            )
+        )
+        return sorted(
+            (reach for reach in reached if reach.permissions), key=lambda r: r.resource.id
+        )
 
     def reach(self, resource: Resource) -> Reach | None:
         """The principal's reach of another user's collection (None: no unexpired grant, or
         it is their own)."""
         if resource.kind not in COLLECTION_KINDS or resource.owner_id == self.principal.user_id:
             return None
-        role = self.authz.role(resource)
-        return None if role is None else Reach(resource, role)
+        bits = self.authz.bits(resource)
+        return Reach(resource, bits) if bits else None
 
     def visible(self, resource: Resource) -> Reach | None:
         """``reach`` for a request that names the collection: when no grant reaches it, the
@@ -114,12 +119,15 @@ class CollectionAccess:
         not allow the action. Denials are audited."""
         reach = self.reach(resource)
         if reach is not None and reach.may(action):
-            return Decision(True, role=reach.role)
+            return Decision(True, permissions=reach.permissions)
         if reach is None:
             decision = Decision(False, 404, "no grant reaches this collection")
         else:
             decision = Decision(
-                False, 403, f"role {reach.role.value} does not allow {action.value}", reach.role
+                False,
+                403,
+                f"permissions {reach.permissions} do not allow {action.value}",
+                reach.permissions,
             )
         log_denial(self.principal, action, resource, decision)
         return decision

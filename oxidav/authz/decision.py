@@ -2,14 +2,12 @@
 
 A denial carries the status the caller must answer with: 404 where saying "forbidden" would
 reveal that the resource exists (the principal cannot see it), 403 where the principal can
-already see it (a viewer trying to write).
+already see it (a reader trying to write).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from oxidav.authz.roles import Role
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +15,9 @@ class Decision:
     allowed: bool
     status: int = 200
     reason: str = ""
-    #: The role the principal holds on the resource (None: none, or not a grant question).
-    role: Role | None = None
+    #: The permission bits the principal holds on the resource (None: none, or not a grant
+    #: question).
+    permissions: int | None = None
 
 
 ALLOW = Decision(True)

@@ -1,12 +1,19 @@
 """The grant engine: ``check`` one resource, ``filter`` a listing (DESIGN §3: authz lives here).
 
-**Rules.** The owner of a resource may do everything. Anyone else holds the strongest role of
+**Rules.** The owner of a resource may do everything. Anyone else holds the permission bits of
 the unexpired grants that reach the resource — grants to them or to any group they belong to
-(nesting resolved) — and may do what ``roles.ROLE_ACTIONS`` allows that role. A grant on a
-folder reaches the folder and everything below it; a grant on a file reaches that file only.
-``DELETE`` and ``MOVE_OUT`` are judged on the role inherited from the resource's folder
-(``roles.MEMBERSHIP_ACTIONS``). A denial answers 404 when the principal holds no role at all on
+(nesting resolved), added up — and may do what ``roles.ACTION_BITS`` allows those bits. A grant
+on a folder reaches the folder and everything below it; a grant on a file reaches that file
+only. ``DELETE`` and ``MOVE_OUT`` are judged on the bits inherited from the resource's folder
+(``roles.MEMBERSHIP_ACTIONS``). A denial answers 404 when the principal holds no bit at all on
 the resource (a 403 would reveal that it exists) and 403 when they can already see it.
+
+**Reshares.** A grant made by a user other than the owner (a reshare) is worth its bits and'ed
+with what its maker holds on the same resource *now*, and nothing once the maker lacks the
+share bit there: the maker's own grants are asked through a ``RequestAuthz`` of the maker (the
+same caches; a chain of reshares is followed, a cycle counts for nothing). So revoking,
+reducing or expiring a grant reduces or removes every reshare made through it on the next
+request, whatever the reshare's rows say.
 
 **Cost.** A ``RequestAuthz`` lives for one request. The first question reads the grants
 generation (one primary-key read) and, unless cached for that generation, the principal's
@@ -14,7 +21,9 @@ grants (one query, groups resolved in it). A node's folder role is computed once
 from the folder's ancestor chain (one query, for every folder of a ``filter`` call at once) and
 shared by all its children; resources of owners from whom the principal holds no folder grant
 need no chain at all. A listing of N children therefore costs at most three queries, whatever
-N is, and a warm one (caches filled by an earlier request) costs only the generation read.
+N is, and a warm one (caches filled by an earlier request) costs only the generation read. A
+reshare adds its maker's reads (their grant set, and the chain of a folder below their share),
+once per maker and folder per request, cached across requests alike.
 
 **Caches across requests** (bounded, ``ttl`` seconds):
 
@@ -33,6 +42,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -42,14 +52,42 @@ from oxidav.authz.audit import log_denial
 from oxidav.authz.cache import TTLCache
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.decision import Decision
-from oxidav.authz.grantset import GrantSet
+from oxidav.authz.grantset import GrantSet, Held, earlier, later
 from oxidav.authz.lookup import FolderRef
-from oxidav.authz.resources import Resource
-from oxidav.authz.roles import MEMBERSHIP_ACTIONS, Action, Role, allows, strongest
+from oxidav.authz.resources import Resource, ResourceKind, ancestor_paths
+from oxidav.authz.roles import ALL, MEMBERSHIP_ACTIONS, Action, Permission, allows
 from oxidav.db import Database, utcnow
 
 #: Folders whose chains one statement reads at most (bounds the statement's size).
 CHAIN_BATCH = 200
+#: How many makers a chain of reshares is followed through at most.
+MAX_RESHARE_DEPTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What some grants give on one resource: bits, and until when the share bit lasts."""
+
+    bits: int = 0
+    #: The latest end of the grants that give the share bit (None: never ends, or no share
+    #: bit: see ``bits``).
+    share_until: datetime | None = None
+
+    def join(self, other: Access) -> Access:
+        if not other.bits:
+            return self
+        if not self.bits:
+            return other
+        mine = bool(self.bits & Permission.SHARE)
+        theirs = bool(other.bits & Permission.SHARE)
+        if mine and theirs:
+            until = later(self.share_until, other.share_until)
+        else:
+            until = self.share_until if mine else other.share_until
+        return Access(self.bits | other.bits, until)
+
+
+NOTHING = Access()
 
 
 class GrantEngine:
@@ -90,20 +128,28 @@ class GrantEngine:
 
 
 class RequestAuthz:
-    """One request's authorization context: memoises the grant set and folder roles.
+    """One request's authorization context: memoises the grant set and folder bits.
 
     Not thread-safe; a request is served by one thread.
     """
 
     def __init__(
-        self, engine: GrantEngine, principal: Principal, session: Session | None = None
+        self,
+        engine: GrantEngine,
+        principal: Principal,
+        session: Session | None = None,
+        visiting: frozenset[int] = frozenset(),
     ) -> None:
         self.engine = engine
         self.principal = principal
         self._session_given = session
+        #: Makers whose grants are being asked further up a chain of reshares.
+        self._visiting = visiting | {principal.user_id}
         self._grants: GrantSet | None = None
         self._chains: dict[FolderRef, tuple[int, ...]] = {}
-        self._folder_roles: dict[FolderRef, Role | None] = {}
+        self._folder_access: dict[FolderRef, Access] = {}
+        self._direct: dict[Resource, Access] = {}
+        self._makers: dict[int, RequestAuthz | None] = {}
 
     # -- the questions -----------------------------------------------------------------------
 
@@ -120,17 +166,28 @@ class RequestAuthz:
         self._prefetch(items)
         return [self.check(action, resource) for resource in items]
 
-    def role(self, resource: Resource) -> Role | None:
-        """The role the principal holds on ``resource`` (``OWNER`` for its owner; None: none)."""
-        if resource.owner_id == self.principal.user_id:
-            return Role.OWNER
-        return self._roles(resource)[1]
+    def bits(self, resource: Resource) -> int:
+        """The bits the principal holds on ``resource`` (every bit for its owner; 0: none)."""
+        return self.access(resource).bits
 
-    def roles(self, resource: Resource) -> tuple[Role | None, Role | None]:
-        """(role inherited from the resource's folder, role on the resource itself)."""
+    def access(self, resource: Resource) -> Access:
+        """The bits held on ``resource`` and until when the share bit lasts."""
         if resource.owner_id == self.principal.user_id:
-            return Role.OWNER, Role.OWNER
-        return self._roles(resource)
+            return Access(ALL)
+        return self._accesses(resource)[1]
+
+    def roles(self, resource: Resource) -> tuple[int, int]:
+        """(bits inherited from the resource's folder, bits on the resource itself)."""
+        if resource.owner_id == self.principal.user_id:
+            return ALL, ALL
+        inherited, effective = self._accesses(resource)
+        return inherited.bits, effective.bits
+
+    def granted(self, resource: Resource) -> int:
+        """The bits of the grants made on ``resource`` itself (no cascade): a mount's."""
+        if resource.owner_id == self.principal.user_id:
+            return ALL
+        return self._direct_access(resource).bits
 
     def grant_set(self) -> GrantSet:
         """The principal's unexpired grants (read once per request, cached per generation)."""
@@ -140,26 +197,59 @@ class RequestAuthz:
 
     def _decide(self, action: Action, resource: Resource) -> Decision:
         if resource.owner_id == self.principal.user_id:
-            return Decision(True, role=Role.OWNER)
-        inherited, effective = self._roles(resource)
+            return Decision(True, permissions=ALL)
+        inherited, effective = self.roles(resource)
         judged = inherited if action in MEMBERSHIP_ACTIONS else effective
         if allows(judged, action):
-            return Decision(True, role=effective)
-        if effective is None:
+            return Decision(True, permissions=effective)
+        if not effective:
             return Decision(False, 404, "no grant reaches this resource")
         if allows(effective, action):
             reason = f"{action.value} needs a grant on the folder of this resource"
         else:
-            reason = f"role {effective.value} does not allow {action.value}"
+            reason = f"permissions {effective} do not allow {action.value}"
         return Decision(False, 403, reason, effective)
 
-    def _roles(self, resource: Resource) -> tuple[Role | None, Role | None]:
-        """(role inherited from the resource's folder, role on the resource itself)."""
+    def _accesses(self, resource: Resource) -> tuple[Access, Access]:
+        """(access inherited from the resource's folder, access on the resource itself)."""
         grants = self._grant_set()
-        direct = grants.role(resource.kind, resource.id, resource.owner_id)
+        direct = self._direct_access(resource)
         ref = self._parent_ref(resource, grants)
-        inherited = self._folder_role(ref) if ref is not None else None
-        return inherited, strongest(inherited, direct)
+        inherited = self._folder_access_of(ref) if ref is not None else NOTHING
+        return inherited, inherited.join(direct)
+
+    def _direct_access(self, resource: Resource) -> Access:
+        """What the grants made on ``resource`` itself give, reshares weighed by their makers."""
+        found = self._direct.get(resource)
+        if found is not None:
+            return found
+        held = self._grant_set().on(resource.kind, resource.id, resource.owner_id)
+        access = NOTHING if held is None else self._weigh(held, resource)
+        self._direct[resource] = access
+        return access
+
+    def _weigh(self, held: Held, resource: Resource) -> Access:
+        access = Access(held.bits, held.expires_at) if held.bits else NOTHING
+        for reshare in held.reshares:
+            maker = self._maker(reshare.maker)
+            if maker is None:
+                continue
+            theirs = maker.access(resource)
+            if not theirs.bits & Permission.SHARE:
+                continue  # the maker may no longer share it: the reshare is worth nothing
+            until = earlier(reshare.expires_at, theirs.share_until)
+            access = access.join(Access(reshare.bits & theirs.bits, until))
+        return access
+
+    def _maker(self, user_id: int) -> RequestAuthz | None:
+        """The context of a reshare's maker (None: a cycle, or a chain too long)."""
+        if user_id in self._visiting or len(self._visiting) > MAX_RESHARE_DEPTH:
+            return None
+        if user_id not in self._makers:
+            self._makers[user_id] = RequestAuthz(
+                self.engine, Principal(user_id, ""), self._session_given, self._visiting
+            )
+        return self._makers[user_id]
 
     def _parent_ref(self, resource: Resource, grants: GrantSet) -> FolderRef | None:
         parent_path = resource.parent_path
@@ -169,12 +259,19 @@ class RequestAuthz:
             return None  # no folder of this owner is granted: nothing can cascade
         return FolderRef(resource.owner_id, resource.parent_id, parent_path)
 
-    def _folder_role(self, ref: FolderRef) -> Role | None:
-        """The role a folder's grants and its ancestors' grants give: once per folder."""
-        if ref not in self._folder_roles:
+    def _folder_access_of(self, ref: FolderRef) -> Access:
+        """What a folder's grants and its ancestors' grants give: once per folder."""
+        if ref not in self._folder_access:
             self._load_chains([ref])
-            self._folder_roles[ref] = self._grant_set().cascade(self._chains[ref], ref.owner_id)
-        return self._folder_roles[ref]
+            chain = self._chains[ref]
+            access = NOTHING
+            parent: int | None = None
+            for node_id, path in zip(chain, ancestor_paths(ref.path), strict=False):
+                folder = Resource(ResourceKind.FOLDER, node_id, ref.owner_id, parent, path)
+                access = access.join(self._direct_access(folder))
+                parent = node_id
+            self._folder_access[ref] = access
+        return self._folder_access[ref]
 
     # -- loading -----------------------------------------------------------------------------
 

@@ -1,12 +1,15 @@
-"""Grants: a user or group holds a role on a resource, until an optional expiry.
+"""Grants: a user or group holds permission bits on a resource, until an optional expiry.
 
 Making, changing and revoking grants happens in the caller's transaction, and each first bumps
 the grants generation (``oxidav.authz.generation``) so that no cache anywhere keeps allowing
 what a revoked grant allowed. Granting the same subject the same resource again updates the
-existing grant (its role and expiry) instead of adding a second one.
+existing grant (its bits and expiry) instead of adding a second one. Bits are stored exactly
+as given (``roles.Permission``; a ``Role`` stands for its sum).
 
-Who may *make* a grant (the owner, or a manager resharing no more than their own role) is the
-caller's question to the engine (``Action.RESHARE``); this module only records grants.
+Who may *make* a grant (the owner, or a holder of the share bit resharing no more than the bits
+they hold) is the caller's question to the engine (``Action.RESHARE``); this module only
+records grants. A grant made by someone other than the resource's owner is a reshare, worth
+no more than its maker holds (the engine weighs it on every request).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz import generation
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Role
+from oxidav.authz.roles import ALL, Permission, Role, bits_of
 from oxidav.db.base import utcnow
 from oxidav.db.models.authz import Grant
 
@@ -58,7 +61,7 @@ class GrantInfo:
     resource_kind: ResourceKind
     resource_id: int
     owner_id: int
-    role: Role
+    permissions: int
     expires_at: datetime | None
     created_by: int | None
     created_at: datetime
@@ -72,12 +75,16 @@ def grant(
     session: Session,
     subject: Subject,
     resource: Resource,
-    role: Role,
+    access: Role | int,
     *,
     expires_at: datetime | None = None,
     created_by: int | None = None,
 ) -> int:
-    """Give ``subject`` ``role`` on ``resource`` (or change their existing grant); its id."""
+    """Give ``subject`` the bits ``access`` on ``resource`` (or change their existing grant);
+    its id. Read is required, as in Nextcloud."""
+    bits = bits_of(access)
+    if bits & ~ALL or not bits & Permission.READ:
+        raise GrantError(f"invalid permissions {bits}: 1 (read) is required, 31 is all")
     if subject.kind is SubjectKind.USER and subject.id == resource.owner_id:
         raise GrantError("the owner already holds every right on their own resource")
     if expires_at is not None and expires_at <= utcnow():
@@ -91,7 +98,7 @@ def grant(
         )
     )
     if existing is not None:
-        existing.role = role.value
+        existing.permissions = bits
         existing.expires_at = expires_at
         existing.owner_id = resource.owner_id
         session.flush()
@@ -102,7 +109,7 @@ def grant(
         resource_kind=resource.kind.value,
         resource_id=resource.id,
         owner_id=resource.owner_id,
-        role=role.value,
+        permissions=bits,
         expires_at=expires_at,
         created_by=created_by,
     )
@@ -147,7 +154,7 @@ def _info(row: Grant) -> GrantInfo:
         ResourceKind(row.resource_kind),
         row.resource_id,
         row.owner_id,
-        Role(row.role),
+        row.permissions,
         row.expires_at,
         row.created_by,
         row.created_at,

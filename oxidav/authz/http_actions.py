@@ -4,8 +4,10 @@ A request is allowed when every question it asks is answered "allowed" by the en
 question names an ``Action`` and the resource it is asked on: the request target, the folder
 that would receive a new target, the ``Destination`` of COPY/MOVE, or the destination's folder.
 Overwriting an existing destination (RFC 4918 §9.8.4, §9.9.3: the destination is deleted
-first) also asks ``DELETE`` on it. A method not listed here asks ``WRITE`` on its target:
-unknown methods are treated as writes, never as reads.
+first) also asks ``DELETE`` on it. A MOVE to another name in the same folder is a rename, asked
+as ``RENAME`` of the target (Nextcloud's update bit); a MOVE to another folder asks
+``MOVE_OUT`` of the target and ``MOVE_IN`` of the destination's folder. A method not listed
+here asks ``WRITE`` on its target: unknown methods are treated as writes, never as reads.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ _CREATES = {"MKCOL", "MKCALENDAR"}
 
 
 def questions(
-    method: str, *, target_exists: bool, depth: str = "0", destination_exists: bool = False
+    method: str,
+    *,
+    target_exists: bool,
+    depth: str = "0",
+    destination_exists: bool = False,
+    same_folder: bool = False,
 ) -> tuple[Question, ...]:
-    """The questions of a ``method`` request; ``depth`` is the Depth header (PROPFIND)."""
+    """The questions of a ``method`` request; ``depth`` is the Depth header (PROPFIND);
+    ``same_folder``: the ``Destination`` is in the target's folder (a rename)."""
     method = method.upper()
     if method in _READS:
         return (Question(Action.READ, On.TARGET),)
@@ -46,6 +54,11 @@ def questions(
         return (Question(Action.READ if depth == "0" else Action.LIST, On.TARGET),)
     if method in _CREATES or (method in ("PUT", "LOCK") and not target_exists):
         return (Question(Action.CREATE, On.TARGET_PARENT),)  # a new member of the folder
+    if method == "MOVE" and same_folder:
+        asked = [Question(Action.RENAME, On.TARGET)]
+        if destination_exists:
+            asked.append(Question(Action.DELETE, On.DESTINATION))
+        return tuple(asked)
     if method in ("COPY", "MOVE"):
         source = Action.COPY if method == "COPY" else Action.MOVE_OUT
         arrive = Action.CREATE if method == "COPY" else Action.MOVE_IN

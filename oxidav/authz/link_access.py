@@ -4,7 +4,9 @@
 ``LinkGate.open`` turns a token (plus a password or a link cookie) into a ``LiveLink``:
 
 - the link row is read on every request (``links.find_live``, one indexed query): a deleted or
-  expired link, or one whose node is gone or trashed, is 404 on the very next request;
+  expired link, or one whose node is gone or trashed, is 404 on the very next request. A link
+  made by someone other than the owner (a reshare) is live only while its maker holds the
+  share bit and the link's bits on the node (the grant engine, asked on every request);
 - a password is checked with argon2, in a slot of the process's ``HashingGate`` (the one user
   logins use: 503 with Retry-After when none frees in time). A verified password is remembered
   (keyed digest, short TTL) under the link id *and its current password hash*, so changing or
@@ -36,9 +38,12 @@ from typing import NoReturn
 
 from oxidav.authz.credential_cache import CredentialCache, Principal
 from oxidav.authz.decision import ALLOW, Decision
+from oxidav.authz.engine import GrantEngine
 from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.links import LinkMode, LiveLink, find_live
 from oxidav.authz.login_refusals import HashingBusy
+from oxidav.authz.resources import Resource, ResourceKind
+from oxidav.authz.roles import Permission
 from oxidav.authz.throttle import AddressBudget, LoginThrottle
 from oxidav.authz.views import TreeView
 from oxidav.db import Database
@@ -129,6 +134,7 @@ class LinkGate:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
+        self.engine = GrantEngine(db)
         self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
         self.verified = CredentialCache(settings.auth_cache_seconds)
         self.hashing = hashing
@@ -139,7 +145,15 @@ class LinkGate:
 
     def find(self, token: str) -> LiveLink | None:
         with self.db.read() as session:
-            return find_live(session, token)
+            link = find_live(session, token)
+            if link is None or link.created_by in (None, link.owner_id):
+                return link
+            maker = self.engine.request(Principal(link.created_by, ""), session)
+            kind = ResourceKind.FOLDER if link.is_folder else ResourceKind.FILE
+            node = Resource(kind, link.node_id, link.owner_id, link.node_parent_id, link.node_path)
+            held = maker.bits(node)
+            wanted = link.mode.permissions | Permission.SHARE
+            return link if held & wanted == wanted else None
 
     def open(self, token: str, credentials: Credentials, what: str = "open") -> LiveLink:
         """The live link of ``token`` if ``credentials`` open it; else ``LinkDenied``."""

@@ -9,7 +9,11 @@ request. Checking the password and deciding what a request may do is ``link_acce
 
 Modes: ``read`` (download, list), ``upload`` (a file drop: create files and folders, never
 read, list or overwrite) and ``edit`` (read and write inside the link's folder). Upload and edit
-links are for folders only.
+links are for folders only. A mode stands for Nextcloud's link permission bits
+(``LinkMode.permissions``: 1, 4, 15).
+
+A link made by a user other than the node's owner (a recipient holding the share bit) is a
+reshare: ``link_access`` weighs it on every request by what its maker still holds.
 """
 
 from __future__ import annotations
@@ -50,6 +54,14 @@ class LinkMode(Enum):
     def writes(self) -> bool:
         return self is not LinkMode.READ
 
+    @property
+    def permissions(self) -> int:
+        """Nextcloud's bits of the mode: read 1, file drop 4 (create), read-write 15."""
+        return _MODE_BITS[self]
+
+
+_MODE_BITS = {LinkMode.READ: 1, LinkMode.UPLOAD: 4, LinkMode.EDIT: 15}
+
 
 class LinkError(ValueError):
     """A link request that cannot be done; ``status`` is the HTTP status to answer with."""
@@ -75,6 +87,9 @@ class LiveLink:
     node_path: str
     is_folder: bool
     node_name: str
+    #: The node's folder (None: the owner's root) and who made the link (None: an operator).
+    node_parent_id: int | None = None
+    created_by: int | None = None
 
 
 def new_token() -> str:
@@ -107,6 +122,8 @@ def find_live(session: Session, token: str, now: datetime | None = None) -> Live
             Node.path,
             Node.is_folder,
             Node.name,
+            Node.parent_id,
+            PublicLink.created_by,
         )
         .join(User, User.id == PublicLink.owner_id)
         .join(Node, Node.id == PublicLink.resource_id)
@@ -133,6 +150,8 @@ def find_live(session: Session, token: str, now: datetime | None = None) -> Live
         node_path=row.path,
         is_folder=bool(row.is_folder),
         node_name=row.name,
+        node_parent_id=row.parent_id,
+        created_by=row.created_by,
     )
 
 

@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz.groups import groups_of_user
 from oxidav.authz.resources import ResourceKind, ancestor_paths
-from oxidav.authz.roles import Role
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.tree import Node
 
@@ -28,22 +27,29 @@ class GrantRow:
     kind: ResourceKind
     resource_id: int
     owner_id: int
-    role: Role
+    permissions: int
     expires_at: datetime | None
+    #: Who made the grant (None: an operator).
+    created_by: int | None = None
 
 
 def principal_grants(session: Session, user_id: int, now: datetime) -> list[GrantRow]:
     """Every grant to ``user_id`` or to a group they belong to, unexpired at ``now``."""
     groups = groups_of_user(user_id)
     stmt = select(
-        Grant.resource_kind, Grant.resource_id, Grant.owner_id, Grant.role, Grant.expires_at
+        Grant.resource_kind,
+        Grant.resource_id,
+        Grant.owner_id,
+        Grant.permissions,
+        Grant.expires_at,
+        Grant.created_by,
     ).where(
         or_(Grant.subject_user_id == user_id, Grant.subject_group_id.in_(select(groups.c.gid))),
         or_(Grant.expires_at.is_(None), Grant.expires_at > now),
     )
     return [
-        GrantRow(ResourceKind(kind), rid, owner, Role(role), expires)
-        for kind, rid, owner, role, expires in session.execute(stmt)
+        GrantRow(ResourceKind(kind), rid, owner, int(bits), expires, maker)
+        for kind, rid, owner, bits, expires, maker in session.execute(stmt)
     ]
 
 

@@ -6,11 +6,9 @@ grant engine's per-request context, also left in ``environ["oxidav.authz"]`` for
 below). Every denial writes exactly one structured audit line to the ``oxidav.audit`` logger:
 the engine's own line for a grant denial, the line written here for any other.
 
-A request allowed into another user's file tree (a share) is served *in the owner's tree*: the
-owner's name goes to ``environ["oxidav.authz.acting_for"]``, which the files provider honours,
-so writes land in the owner's tree and count against the owner's quota, while the caller stays
-the authenticated user everywhere else (locks are taken in the caller's name, the access log
-names the caller).
+Another user's home answers 404 (``policy``): shares are reached through the caller's mounts.
+``ENVIRON_ACTING_FOR`` is no longer set by this layer (a request never acts in another user's
+tree by that user's URL); the files provider still honours it if a trusted caller sets it.
 
 A request in the caller's own file tree that may involve their mounts (shares shown in their
 tree, ``oxidav.authz.mounts``) reads the caller's mount table first: a path below a mount point
@@ -28,6 +26,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from sqlalchemy import select
 from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
@@ -38,7 +37,9 @@ from oxidav.authz.engine import GrantEngine
 from oxidav.authz.grants import GrantError, revoke
 from oxidav.authz.mounts import ENVIRON_MOUNTS, MountService, MountTable, involves_mounts
 from oxidav.authz.policy import Verdict, authorize, decide, destination_path
+from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.views import ENVIRON_VIEWS
+from oxidav.db.models.authz import Grant
 from oxidav.providers.urls import FILES, LEGACY_WEBDAV
 from oxidav.tree import InvalidName, normalize_path
 
@@ -87,8 +88,6 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
             raise DAVError(decision.status)
         if verdict.unshare is not None:
             return self._unshare(environ, start_response, verdict.unshare)
-        if verdict.acting_owner is not None:
-            environ[ENVIRON_ACTING_FOR] = verdict.acting_owner
         if verdict.views:
             environ[ENVIRON_VIEWS] = verdict.views
         result: Iterable[bytes] = self.next_app(environ, start_response)
@@ -156,7 +155,10 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         assert self.engine is not None
         try:
             with self.engine.db.write() as session:
+                owner_id = session.scalar(select(Grant.owner_id).where(Grant.id == grant_id))
                 revoke(session, grant_id)
+                if owner_id is not None:  # the reshares made through it go too
+                    settle_reshares(session, self.engine.db, int(owner_id))
         except GrantError:  # revoked by a concurrent request
             raise DAVError(404, "no such share") from None
         audit.info(

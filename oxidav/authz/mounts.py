@@ -18,7 +18,9 @@ owner's renames and cannot be renamed by the recipient.
 **Cost.** ``MountService.table`` reads through the request's ``RequestAuthz``: the grants
 generation (one primary-key read) and the principal's grant set (cached per generation). A user
 who holds no file or folder grant pays nothing more; otherwise one query loads the shared nodes
-with their owners' names and one finds which candidate names are taken (plus one lookup of the
+with their owners' names (a reshare among them is weighed by what its maker holds: the maker's
+grant set and, for a node below a folder share, its ancestor chain) and one finds which
+candidate names are taken (plus one lookup of the
 share folder when it is not the root). Nothing is cached across requests, so a revocation, a
 rename or a trashed share shows on the very next request.
 
@@ -48,6 +50,8 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.generation import local_changes
+from oxidav.authz.resources import Resource
+from oxidav.authz.views import TreeView
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
@@ -87,6 +91,24 @@ class MountTable:
             if mount.name == wanted:
                 return mount
         return None
+
+    def locate(self, tree_path: str) -> tuple[Mount, str] | None:
+        """The mount a path of the user's tree lies at or below, and the owner's path there."""
+        if not tree_path.startswith(self.folder + "/"):
+            return None
+        name, _, below = tree_path[len(self.folder) + 1 :].partition("/")
+        mount = self.get(name)
+        if mount is None:
+            return None
+        return mount, mount.node.path + ("/" + below if below else "")
+
+    def views(self, url_folder: str) -> tuple[TreeView, ...]:
+        """A view for each mount, the mount folder being at decoded URL path ``url_folder``
+        (for a request on a folder above the mounts that serves members inside them)."""
+        base = url_folder.rstrip("/")
+        return tuple(
+            TreeView(m.owner, m.node.user_id, f"{base}/{m.name}", m.node.path) for m in self.mounts
+        )
 
     def is_mount_root(self, node_id: int) -> bool:
         return any(m.node.id == node_id for m in self.mounts)
@@ -170,13 +192,16 @@ class MountService:
         seen = self._no_mounts.get(user_id)
         return seen is not None and seen[0] == local_changes() and time.monotonic() < seen[1]
 
-    def table(self, authz: RequestAuthz) -> MountTable:
+    def table(self, authz: RequestAuthz, *, make_folder: bool = True) -> MountTable:
+        """The user's mounts; the share folder is created on first need unless
+        ``make_folder`` is false (a caller inside a write transaction: the names are the
+        same, as a missing folder holds no name of the user's own)."""
         principal = authz.principal
         me = principal.user_id
         empty = MountTable(me, principal.username, self.folder)
         if self.known_without_mounts(me):
             return empty
-        table = self._read_table(authz, empty)
+        table = self._read_table(authz, empty, make_folder)
         if table.mounts:
             self._no_mounts.pop(me, None)
         else:
@@ -185,22 +210,27 @@ class MountService:
             self._no_mounts[me] = (local_changes(), time.monotonic() + NO_MOUNTS_SECONDS)
         return table
 
-    def _read_table(self, authz: RequestAuthz, empty: MountTable) -> MountTable:
+    def _read_table(self, authz: RequestAuthz, empty: MountTable, make_folder: bool) -> MountTable:
         principal = authz.principal
         me = principal.user_id
         grants = authz.grant_set()
         wanted = {
-            rid: owner
-            for (kind, rid), (owner, _role) in grants.roles.items()
-            if kind.is_node and owner != me
+            rid: held.owner_id
+            for (kind, rid), held in grants.held.items()
+            if kind.is_node and held.owner_id != me
         }
         if not wanted:
             return empty
         with self.db.read() as session:
-            shared = _shared_nodes(session, wanted)
-            if not shared:
-                return empty
+            found = _shared_nodes(session, wanted)
+        # A reshare whose maker no longer holds the share bit is worth nothing: no mount.
+        shared = [(node, owner) for node, owner in found if authz.granted(Resource.node(node))]
+        if not shared:
+            return empty
+        with self.db.read() as session:
             folder = resolve(session, me, self.folder)
+        if folder is None and not make_folder:
+            return MountTable(me, principal.username, self.folder, name_mounts(shared, set()))
         if folder is None:
             folder = self._make_folder(me)
         if folder is None or not folder.is_folder:

@@ -3,33 +3,32 @@
 **Own paths** (the user-scoped collections that carry the caller's own name, and every path
 that is not user-scoped) are allowed at once: no grant query is made.
 
-**Another user's file tree** (``/remote.php/dav/files/<owner>/…``) is decided by the grant
-engine: the request target (and, for COPY/MOVE, the ``Destination``) is resolved to a tree node
-through the tree's read API, and every question that ``http_actions.questions`` lists for the
-method is put to the engine. A denial carries the engine's status: 404 when the caller holds no
-role there (a 403 would reveal that the resource exists), 403 when they can already see it.
-A resource that does not exist answers 404 as well.
+**Another user's home** (``/remote.php/dav/files/<owner>/…``, and their calendars, address
+books, uploads and trashbin) answers 404, whatever grants exist, as in Nextcloud: a user sees
+only their own home. What is shared with them is reached through their mounts.
 
 **Mounts** (``oxidav.authz.mounts``): a path in the caller's own tree that lies below one of
-their mount points (a share shown in their tree) is mapped to the owner's node and decided
-exactly like the owner's URL; the verdict carries the ``TreeView`` by which the files provider
-serves it. A mount point itself cannot be moved, renamed or overwritten (403); DELETE of it
-removes the caller's own grant (Nextcloud's "unshare"), and is refused (403) for a group's.
+their mount points (a share shown in their tree) is mapped to the owner's node, resolved
+through the tree's read API, and every question that ``http_actions.questions`` lists for the
+method is put to the grant engine. A denial carries the engine's status: 404 when the caller
+holds no bit there (a 403 would reveal that the resource exists), 403 when they can already
+see it. A resource that does not exist answers 404 as well. The verdict carries the
+``TreeView`` by which the files provider serves it. A mount point itself cannot be moved,
+renamed or overwritten (403); DELETE of it removes the caller's own grant (Nextcloud's
+"unshare"), and is refused (403) for a group's.
 
 **Writers outside the files provider** (Nextcloud bulk upload, chunked-upload assembly) ask
 ``authorize_write``: a PUT's decision plus the owner's tree and path the file lands at. A
 request below ``uploads/<caller>/`` that names a ``Destination`` (every request of a chunked
 upload does) is decided as a PUT of that destination.
 
-**Everything else that belongs to another user** — calendars, address books, uploads,
-trashbin — answers 404 at its owner's URL: a calendar or address book shared with the caller
-is served in the caller's own home (``<uri>_shared_by_<owner>``, an own path), where the
-providers ask ``authz.collections``.
+A calendar or address book shared with the caller is served in the caller's own home
+(``<uri>_shared_by_<owner>``, an own path), where the providers ask ``authz.collections``.
 
-**COPY/MOVE between two users' trees** (into, out of or between shares, as a Nextcloud client
-does when a file is moved into a shared folder) is decided side by side: the source questions
-in the source owner's tree, the destination questions in the destination owner's tree; the
-verdict carries a view for each side and the provider copies the rows across
+**COPY/MOVE between two trees** (into, out of or between shares, as a Nextcloud client does
+when a file is moved into a shared folder) is decided side by side: the source questions in the
+source owner's tree, the destination questions in the destination owner's tree; the verdict
+carries a view for each side that is a mount and the provider copies the rows across
 (``oxidav.tree.transfers``).
 """
 
@@ -85,8 +84,6 @@ class Verdict:
     """A request's answer: the decision, whose tree it acts in, whether the engine audited."""
 
     decision: Decision
-    #: The owner of the file tree the request acts in, when it is not the caller's own.
-    acting_owner: str | None = None
     #: True when the engine already wrote the audit line of this denial.
     audited: bool = False
     #: The mounts (shares in the caller's tree) the request goes through, for the provider.
@@ -178,6 +175,8 @@ def authorize(
         owner = owner_of_path(raw) if raw is not None else None
         if owner not in (None, username) and place is None:
             return Verdict(Decision(False, 404, "belongs to another user"))
+        if place is not None and place.owner != username and place.mount is None:
+            return Verdict(Decision(False, 404, "another user's home"))
     if all(place is None or place.owner == username for place in (target, dest)):
         return Verdict(ALLOW)  # the fast path: nothing of anyone else's is touched
     views = tuple(p.view for p in (target, dest) if p is not None and p.view is not None)
@@ -210,11 +209,17 @@ def authorize(
             return Verdict(Decision(False, 404, "no such user"))
         dest_nodes = _Nodes(session, int(dest_owner_id))
     dest_node = dest_nodes.at(dest.tree_path) if dest is not None else None
+    same_folder = (
+        dest is not None
+        and not cross_tree
+        and _parent_path(dest.tree_path) == _parent_path(target.tree_path)
+    )
     asked = questions(
         method,
         target_exists=node is not None,
         depth=depth,
         destination_exists=dest_node is not None,
+        same_folder=same_folder,
     )
     for question in asked:
         if question.on in (On.TARGET, On.TARGET_PARENT):
@@ -233,16 +238,9 @@ def authorize(
         decision = authz.check(question.action, Resource.node(found))
         if not decision.allowed:
             return Verdict(decision, audited=True)
-    if cross_tree:
-        # Each side that is not the caller's own tree is served through a view, so the
-        # provider finds both in their owners' trees.
-        assert dest is not None
-        sides = ((target, nodes.owner_id), (dest, dest_nodes.owner_id))
-        shown = (_view_of(place, username, owner_id) for place, owner_id in sides)
-        return Verdict(ALLOW, views=tuple(view for view in shown if view is not None))
-    if target.view is not None:
-        return Verdict(ALLOW, views=views)  # through a mount: the provider maps by the views
-    return Verdict(ALLOW, acting_owner=target.owner, views=views)
+    # Every side in another user's tree is a mount: the provider maps it by its view (a side
+    # in the caller's own tree is served as always).
+    return Verdict(ALLOW, views=views)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,22 +321,11 @@ def _missing_parent(authz: RequestAuthz, nodes: _Nodes, folder_path: str) -> Dec
     while ancestor is not None:
         found = nodes.at(ancestor)
         if found is not None:
-            if authz.role(Resource.node(found)) is not None:
+            if authz.bits(Resource.node(found)):
                 return Decision(False, 409, "the parent folder does not exist")
             break
         ancestor = _parent_path(ancestor)
     return Decision(False, 404, "no resource for the parent folder")
-
-
-def _view_of(place: _TreePlace, username: str, owner_id: int) -> TreeView | None:
-    """The view a provider serves ``place`` by: its mount's, or the whole tree of another user
-    reached by that user's own URL; None for a place in the caller's own tree (served as
-    always; a view onto it would also cover the caller's mounts)."""
-    if place.view is not None:
-        return place.view
-    if place.owner == username:
-        return None
-    return TreeView(place.owner, owner_id, f"{FILES}/{place.owner}", "")
 
 
 class _Nodes:

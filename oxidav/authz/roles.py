@@ -1,20 +1,29 @@
-"""Actions, roles, and the one table that says which role allows which action.
+"""Actions, permission bits, and the one table that says which bit allows which action.
 
-A grant gives its subject a ``Role`` on a resource. Roles are nested: every role allows what the
-role below it allows (viewer < editor < manager < owner), so the strongest of several grants is
-the one that counts. The owner of a resource (the user it belongs to) may do everything; so may
-a co-owner (a grant with role ``owner``).
+A grant gives its subject a set of **permission bits** on a resource, Nextcloud's (OCS Share
+API, ``OCP\\Constants::PERMISSION_*``), stored as given and enforced one by one:
 
-Most actions are judged on the resource itself. ``DELETE`` and ``MOVE_OUT`` change the
-membership of the resource's folder, so they are judged on the role the principal holds on that
-folder (the role inherited from the resource's ancestors): a grant made directly on a file lets
-its holder edit the file but not delete it or move it away, as in Nextcloud, where a file share
-never carries the delete permission.
+- ``READ`` (1): read, list, copy from;
+- ``UPDATE`` (2): overwrite, rename in place, lock, set properties;
+- ``CREATE`` (4): new files and folders in a folder, move something in;
+- ``DELETE`` (8): delete, move something out;
+- ``SHARE`` (16): reshare, with at most the bits held.
+
+Several grants that reach one resource add their bits up (as Nextcloud joins the shares of one
+node). The owner of a resource (the user it belongs to) may do everything.
+
+Most actions are judged on the bits held on the resource itself. ``DELETE`` and ``MOVE_OUT``
+change the membership of the resource's folder, so they are judged on the bits inherited from
+the resource's ancestors: a grant made directly on a file lets its holder edit the file but not
+delete it or move it away, as in Nextcloud, where a file share never carries the delete bit.
+
+``Role`` names are the operator's shorthands for common sums (``oxidav share add --role``):
+viewer 1, editor 15, manager 31; ``owner`` (a co-owner) is 31 as well.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, IntFlag
 
 
 class Action(Enum):
@@ -23,18 +32,54 @@ class Action(Enum):
     READ = "read"  #: GET / HEAD, PROPFIND Depth 0, REPORT on the resource
     LIST = "list"  #: PROPFIND Depth 1 on a collection: see its members
     WRITE = "write"  #: replace the content (PUT on an existing resource)
+    RENAME = "rename"  #: MOVE to a new name in the same folder
     CREATE = "create"  #: create a member in this collection (PUT of a new name, MKCOL)
     DELETE = "delete"  #: DELETE this resource (judged on its folder)
     MOVE_IN = "move_in"  #: MOVE something into this collection (the Destination side)
-    MOVE_OUT = "move_out"  #: MOVE this resource away (the source side; judged on its folder)
+    MOVE_OUT = "move_out"  #: MOVE this resource to another folder (judged on its folder)
     COPY = "copy"  #: COPY this resource somewhere (the source side)
-    LOCK = "lock"  #: LOCK / UNLOCK (RFC 4918 §9.10, §9.11)
+    LOCK = "lock"  #: LOCK / UNLOCK of an existing resource (RFC 4918 §9.10, §9.11)
     PROPPATCH = "proppatch"  #: set or remove dead properties (RFC 4918 §9.2)
     RESHARE = "reshare"  #: grant others access to this resource
 
 
+class Permission(IntFlag):
+    """Nextcloud's share permission bits."""
+
+    READ = 1
+    UPDATE = 2
+    CREATE = 4
+    DELETE = 8
+    SHARE = 16
+
+
+#: Every bit: what the owner holds.
+ALL = sum(int(bit) for bit in Permission)
+#: The bits a file share can carry (Nextcloud strips create and delete from file shares).
+FILE_BITS = ALL & ~int(Permission.CREATE | Permission.DELETE)
+
+#: The one place that says which bit allows which action.
+ACTION_BITS: dict[Action, int] = {
+    Action.READ: Permission.READ,
+    Action.LIST: Permission.READ,
+    Action.COPY: Permission.READ,
+    Action.WRITE: Permission.UPDATE,
+    Action.RENAME: Permission.UPDATE,
+    Action.LOCK: Permission.UPDATE,
+    Action.PROPPATCH: Permission.UPDATE,
+    Action.CREATE: Permission.CREATE,
+    Action.MOVE_IN: Permission.CREATE,
+    Action.DELETE: Permission.DELETE,
+    Action.MOVE_OUT: Permission.DELETE,
+    Action.RESHARE: Permission.SHARE,
+}
+
+#: Actions judged on the bits held on the resource's folder, not on the resource itself.
+MEMBERSHIP_ACTIONS = frozenset({Action.DELETE, Action.MOVE_OUT})
+
+
 class Role(Enum):
-    """What a grant gives, weakest first (``rank`` orders them)."""
+    """Names for common sums of bits (the operator's ``--role``)."""
 
     VIEWER = "viewer"
     EDITOR = "editor"
@@ -42,44 +87,32 @@ class Role(Enum):
     OWNER = "owner"
 
     @property
-    def rank(self) -> int:
-        return _RANK[self]
+    def permissions(self) -> int:
+        return _ROLE_BITS[self]
 
 
-_RANK = {Role.VIEWER: 1, Role.EDITOR: 2, Role.MANAGER: 3, Role.OWNER: 4}
-
-_VIEW = frozenset({Action.READ, Action.LIST, Action.COPY})
-_EDIT = _VIEW | {
-    Action.WRITE,
-    Action.CREATE,
-    Action.DELETE,
-    Action.MOVE_IN,
-    Action.MOVE_OUT,
-    Action.LOCK,
-    Action.PROPPATCH,
+_ROLE_BITS = {
+    Role.VIEWER: int(Permission.READ),
+    Role.EDITOR: ALL & ~int(Permission.SHARE),
+    Role.MANAGER: ALL,
+    Role.OWNER: ALL,
 }
 
-#: The one place that says which role allows which action.
-ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: _VIEW,
-    Role.EDITOR: frozenset(_EDIT),
-    Role.MANAGER: frozenset(_EDIT | {Action.RESHARE}),
-    Role.OWNER: frozenset(Action),
-}
 
-#: Actions judged on the role held on the resource's folder, not on the resource itself.
-MEMBERSHIP_ACTIONS = frozenset({Action.DELETE, Action.MOVE_OUT})
+def bits_of(access: Role | int) -> int:
+    """The bits of a role, or the bits themselves."""
+    return access.permissions if isinstance(access, Role) else int(access)
 
 
-def allows(role: Role | None, action: Action) -> bool:
-    """Whether ``role`` (None: no role at all) allows ``action``."""
-    return role is not None and action in ROLE_ACTIONS[role]
+def describe(bits: int) -> str:
+    """``editor``, ``17`` …: the role name when the bits are exactly one, else the bits."""
+    names = [r.value for r in (Role.VIEWER, Role.EDITOR, Role.MANAGER) if r.permissions == bits]
+    return names[0] if names else str(bits)
 
 
-def strongest(a: Role | None, b: Role | None) -> Role | None:
-    """The stronger of two roles (None is weaker than any role)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if a.rank >= b.rank else b
+def allows(bits: int | None, action: Action) -> bool:
+    """Whether ``bits`` (None or 0: nothing held) allow ``action``."""
+    if not bits:
+        return False
+    needed = ACTION_BITS[action]
+    return bits & needed == needed

@@ -8,11 +8,12 @@ size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:shar
 (the node's owner: for a share, the sharer) and ``nc:has-preview`` (false: no previews yet).
 
 ``oc:permissions`` of the caller's own nodes are all letters; of another user's node (a share,
-mounted in the caller's tree or reached by the owner's URL) they follow the role the grant
-engine gives (``permissions_for``): ``S`` (shared with me), ``R`` (manager: may reshare), ``M``
-on a mount point, ``G``, then ``D``/``N``/``V`` when the role held on the node's folder allows
-deleting and moving (never on a mount point, which cannot be renamed), ``W`` (files) or ``C``/``K``
-(folders) when the role allows writing. ``oc:share-types`` lists, on the caller's own items and
+mounted in the caller's tree) they follow the permission bits the grant engine gives
+(``permissions_for``), as Nextcloud's ``getDavPermissions``: ``S`` (shared with me), ``R``
+(share bit: may reshare), ``M`` on a mount point, ``G``, then — never on a mount point, which
+cannot be renamed — ``D`` when the bits held on the node's folder allow deleting, ``N``/``V``
+when the update bit allows renaming; ``W`` (files, update bit) or ``C``/``K`` (folders, create
+bit). ``oc:share-types`` lists, on the caller's own items and
 on items they reshared, the kinds of share made: 0 user, 1 group, and whatever the registered
 ``SHARE_TYPE_SOURCES`` add (public links: 3).
 
@@ -38,7 +39,7 @@ from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.middleware import ENVIRON_AUTHZ
 from oxidav.authz.mounts import mounts_of
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Role, allows
+from oxidav.authz.roles import Action, allows
 from oxidav.db import Database
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
@@ -120,10 +121,8 @@ def permissions(node: NodeInfo) -> str:
     return FOLDER_PERMISSIONS if node.is_folder else FILE_PERMISSIONS
 
 
-def shared_permissions(
-    node: NodeInfo, inherited: Role | None, effective: Role | None, *, mount_point: bool
-) -> str:
-    """The letters of another user's node, from the caller's roles on it (module docstring)."""
+def shared_permissions(node: NodeInfo, inherited: int, effective: int, *, mount_point: bool) -> str:
+    """The letters of another user's node, from the caller's bits on it (module docstring)."""
     letters = "S"
     if allows(effective, Action.RESHARE):
         letters += "R"
@@ -131,9 +130,13 @@ def shared_permissions(
         letters += "M"
     letters += "G"
     if not mount_point and allows(inherited, Action.DELETE):
-        letters += "DNV"
-    if allows(effective, Action.WRITE):
-        letters += "CK" if node.is_folder else "W"
+        letters += "D"
+    if not mount_point and allows(effective, Action.RENAME):
+        letters += "NV"
+    if node.is_folder and allows(effective, Action.CREATE):
+        letters += "CK"
+    if not node.is_folder and allows(effective, Action.WRITE):
+        letters += "W"
     return letters
 
 

@@ -1,6 +1,8 @@
 """Favorites (``oc:favorite``): which nodes a user starred, read for a page in one query.
 
-Rows are keyed by node id, so a favorite follows MOVE and rename. A row whose node was purged
+Favorites are per user everywhere: a mark is the marking user's, also on a node of another
+user's tree (a share), and nobody ever sees another user's marks. Rows are keyed by node id,
+so a favorite follows MOVE and rename. A row whose node was purged
 is ignored by every read (they join or filter on live nodes) and removed on the next unset.
 """
 
@@ -51,12 +53,15 @@ def set_favorite(session: Session, user_id: int, node_id: int, favorite: bool) -
         )
 
 
-def list_favorites(session: Session, user_id: int, below: str = "") -> list[NodeInfo]:
-    """The user's live favorite nodes at or below tree path ``below``, ordered by path."""
+def list_favorites(
+    session: Session, user_id: int, below: str = "", owner_id: int | None = None
+) -> list[NodeInfo]:
+    """The live nodes ``user_id`` marked as favorite in ``owner_id``'s tree (default: their
+    own) at or below tree path ``below``, ordered by path."""
     stmt = (
         select_live()
         .join(Favorite, (Favorite.node_id == Node.id) & (Favorite.user_id == user_id))
-        .where(Node.user_id == user_id)
+        .where(Node.user_id == (user_id if owner_id is None else owner_id))
         .order_by(Node.path)
     )
     if below:

@@ -4,10 +4,13 @@ and their part of the share list.
 A link share is a row of ``public_links`` (``oxidav.authz.links``). Its OCS id is
 ``LINK_ID_BASE + link id``, so link ids never collide with user/group share ids (grant ids)
 in the one id space the API exposes. Permissions map to the link mode: 1 (read) -> read-only,
-4 (create only) -> upload-only (file drop), read plus any write bit, or ``publicUpload=true``,
--> read-write (answered as 15). Only the owner of a file or folder may make a link to it (a
-manager's reshare would outlive the manager's grant). The password is never echoed: a
-protected link answers ``"password": "***"`` (Nextcloud sends the hash itself).
+4 (create only) -> upload-only (file drop), 15 or ``publicUpload=true`` -> read-write; any
+other sum is refused (400), never widened. The owner of a file or folder may make a link to
+it, and so may a recipient holding the share bit and the link's bits (as in Nextcloud), named
+by their own view of their tree; such a link never lasts longer than the maker holds the share
+bit, and is dead whenever the maker no longer holds those bits (``link_access``). The password
+is never echoed: a protected link answers ``"password": "***"`` (Nextcloud sends the hash
+itself).
 """
 
 from __future__ import annotations
@@ -22,14 +25,12 @@ from sqlalchemy.orm import Session
 from oxidav.authz import links
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.links import LinkError, LinkMode
-from oxidav.authz.roles import Role
+from oxidav.authz.roles import ALL
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
 from oxidav.nextcloud.sharing_ops import (
-    CREATE,
-    DELETE,
     READ,
-    UPDATE,
+    SHARE,
     ShareError,
     ShareService,
     parse_expiry,
@@ -41,7 +42,6 @@ SHARE_LINK = 3
 #: OCS ids of link shares start here (grant ids, the user/group share ids, stay below).
 LINK_ID_BASE = 1_000_000_000
 PASSWORD_SET = "***"
-_MODE_PERMISSIONS = {LinkMode.READ: READ, LinkMode.UPLOAD: CREATE, LinkMode.EDIT: 15}
 
 
 def is_link_id(share_id: int) -> bool:
@@ -49,16 +49,20 @@ def is_link_id(share_id: int) -> bool:
 
 
 def mode_of(permissions: int | None, public_upload: bool) -> LinkMode:
-    """The link mode a permission bitmask (and Nextcloud's ``publicUpload``) asks for."""
+    """The link mode a permission bitmask (and Nextcloud's ``publicUpload``) asks for: 1 read,
+    4 file drop, 15 read-write (the share bit is dropped: a link is not reshared). Any other
+    sum is refused, never widened."""
     if permissions is None:
         return LinkMode.EDIT if public_upload else LinkMode.READ
-    if permissions == CREATE:
-        return LinkMode.UPLOAD
-    if permissions < 0 or permissions > 31 or not permissions & READ:
-        raise ShareError(400, "Invalid permissions for a public link")
-    if permissions & (UPDATE | CREATE | DELETE) or public_upload:
-        return LinkMode.EDIT
-    return LinkMode.READ
+    bits = permissions & ~SHARE if 0 <= permissions <= ALL else -1
+    if bits == READ:
+        return LinkMode.EDIT if public_upload else LinkMode.READ
+    for mode in LinkMode:
+        if bits == mode.permissions:
+            return mode
+    raise ShareError(
+        400, "Invalid permissions for a public link: 1 (read), 4 (file drop) or 15 (read-write)"
+    )
 
 
 def _expiry(text: str | None) -> datetime | links.Keep | None:
@@ -85,18 +89,18 @@ class LinkShares:
         label: str,
     ) -> dict[str, Any]:
         node = self.shares.node_at(session, principal, path)
-        self.shares._may_share(session, principal, node, Role.VIEWER)
-        if node.user_id != principal.user_id:
-            raise ShareError(403, "Only the owner can create a public link")
+        mode = mode_of(permissions, public_upload)
+        held = self.shares._may_share(session, principal, node, mode.permissions)
         if node.path == "":
             raise ShareError(403, "You cannot share your root folder")
+        expires = self.shares._expiry(principal, node, held, parse_expiry(expire_date))
         try:
             row = links.create_link(
                 session,
                 node,
-                mode=mode_of(permissions, public_upload),
+                mode=mode,
                 password=password or None,
-                expires_at=parse_expiry(expire_date),
+                expires_at=expires,
                 label=label,
                 created_by=principal.user_id,
             )
@@ -132,18 +136,39 @@ class LinkShares:
         mode = None
         if permissions is not None or public_upload is not None:
             mode = mode_of(permissions, bool(public_upload))
+        expires = _expiry(expire_date)
+        if principal.user_id != row.owner_id:
+            expires = self._within_makers_rights(session, principal, row, mode, expires)
         try:
             links.update_link(
                 session,
                 row,
                 mode=mode,
                 password=links.KEEP if password is None else password,
-                expires_at=_expiry(expire_date),
+                expires_at=expires,
                 label=label,
             )
         except LinkError as exc:
             raise ShareError(exc.status, str(exc)) from None
         return self.render_or_404(session, row, base_url)
+
+    def _within_makers_rights(
+        self,
+        session: Session,
+        principal: Principal,
+        row: PublicLink,
+        mode: LinkMode | None,
+        expires: datetime | links.Keep | None,
+    ) -> datetime | links.Keep | None:
+        """A link changed by its maker (not the owner) stays within the bits they hold and
+        never outlasts their share bit: the expiry to store."""
+        node = get_node(session, row.resource_id)
+        if node is None or node.user_id != row.owner_id:
+            raise ShareError(404, "Wrong share ID, share doesn't exist")
+        bits = (mode or LinkMode(row.mode)).permissions
+        held = self.shares._may_share(session, principal, node, bits)
+        asked = row.expires_at if isinstance(expires, links.Keep) else expires
+        return self.shares._expiry(principal, node, held, asked)
 
     def delete(self, session: Session, principal: Principal, share_id: int) -> None:
         row = self._visible(session, principal, share_id)
@@ -195,7 +220,7 @@ class LinkShares:
             "displayname_owner": initiator,
             "uid_file_owner": owner,
             "displayname_file_owner": owner,
-            "permissions": _MODE_PERMISSIONS[LinkMode(row.mode)],
+            "permissions": LinkMode(row.mode).permissions,
             "can_edit": True,
             "can_delete": True,
             "stime": int(row.created_at.timestamp()),

@@ -1,8 +1,10 @@
 """``REPORT oc:filter-files``: the user's favorites below a folder (Nextcloud FilesReportPlugin).
 
 The body names the properties wanted (``d:prop``) and the rules (``oc:filter-rules`` with
-``oc:favorite`` 1); the answer is a multistatus with one response per favorite file or folder
-at or below the target folder, with the asked-for properties (enrichers included). Other
+``oc:favorite`` 1); the answer is a multistatus with one response per file or folder the
+*caller* marked as favorite at or below the target folder — in a share, the caller's marks,
+never the owner's; at or above the caller's mount folder, their marks inside their mounts as
+well — with the asked-for properties (enrichers included). Other
 rules (``oc:systemtag``, ``oc:circle``) are not supported: 400 for a report without a
 favorite rule, as oxidav has no tags yet.
 """
@@ -15,6 +17,10 @@ from typing import Any
 from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
+from oxidav.authz.credential_cache import Principal
+from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.mounts import mounts_of
+from oxidav.authz.views import ENVIRON_VIEWS, views_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
 from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
@@ -52,17 +58,28 @@ class FilterFilesReport:
         if not favorite:
             raise DAVError(HTTP_BAD_REQUEST, "only the oc:favorite filter rule is supported")
         folder: NodeInfo = resource.node
-        with resource.provider.backend.db.read() as session:
-            nodes = list_favorites(session, folder.user_id, below=folder.path)
+        principal = environ.get(ENVIRON_PRINCIPAL)
+        caller = principal.user_id if isinstance(principal, Principal) else folder.user_id
         base = resource.path.rstrip("/")
+        found: list[str] = []
+        with resource.provider.backend.db.read() as session:
+            for node in list_favorites(session, caller, folder.path, folder.user_id):
+                if node.id != folder.id:
+                    found.append(base + node.path[len(folder.path) :])
+            table = mounts_of(environ)
+            if folder.user_id == caller and table is not None and table.rolls_up(folder.path):
+                # The members inside the mounts are served through the mounts' views.
+                url_folder = resource.provider.share_path + base + table.folder[len(folder.path) :]
+                environ[ENVIRON_VIEWS] = (*views_of(environ), *table.views(url_folder))
+                for mount in table.mounts:
+                    at = f"{base}{table.folder[len(folder.path) :]}/{mount.name}"
+                    shared = mount.node
+                    for node in list_favorites(session, caller, shared.path, shared.user_id):
+                        found.append(at + node.path[len(shared.path) :])
 
         def responses() -> Iterator[bytes]:
-            for node in nodes:
-                if node.id == folder.id:
-                    continue
-                member = resource.provider.get_resource_inst(
-                    base + node.path[len(folder.path) :], environ
-                )
+            for path in found:
+                member = resource.provider.get_resource_inst(path, environ)
                 if member is None:
                     continue
                 properties = member.get_properties("named", name_list=names)

@@ -1,15 +1,22 @@
 """The operations behind the Nextcloud OCS Share API: a user or group share *is* a grant.
 
 A share of a file or folder to a user (``shareType`` 0) or a group (1) is recorded as one grant
-(``oxidav.authz.grants``); the share id is the grant id. Nextcloud's permission bitmask maps to
-a role and back (``role_of`` / ``permissions_of``). Who may share is the grant engine's answer
-to ``Action.RESHARE`` (the owner, or a manager resharing at most their own role); who may see,
-change or delete a share is its resource's owner or the user who made it — anyone else gets
-404, as if the share did not exist.
+(``oxidav.authz.grants``); the share id is the grant id. Nextcloud's permission bits are stored
+exactly as given (``share_bits``: read is required; a file share never carries create or
+delete, as in Nextcloud). Who may share is the grant engine's answer to ``Action.RESHARE`` (the
+owner, or a holder of the share bit giving at most the bits they hold, never for longer than
+they hold the share bit: a reshare's expiry is clamped to theirs); who may see, change or
+delete a share is its resource's owner or the user who made it — anyone else gets 404, as if
+the share did not exist. After a share is changed or deleted, the reshares made through it
+are brought in line (``oxidav.authz.reshares``); the engine already weighs each reshare by what
+its maker holds on every request.
 
-``path`` names a node in the caller's own tree (``/Photos/x.jpg``). A manager resharing
-something of another user's names it as the operator commands do, without a leading slash:
-``files/<owner>/<path>``.
+``path`` names a node in the caller's own view of their tree (``/Photos/x.jpg``), their mounts
+included (``/Team/plan.md`` of a folder alice shared as ``Team``). Nothing else can be named: a
+path that the caller cannot see answers exactly as one that does not exist.
+
+To a recipient (``shared_with_me``) a share answers with the bits it is worth now and
+``can_edit`` false, as Nextcloud does.
 """
 
 from __future__ import annotations
@@ -23,21 +30,22 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz import grants
 from oxidav.authz.credential_cache import Principal
-from oxidav.authz.engine import GrantEngine
+from oxidav.authz.engine import Access, GrantEngine
+from oxidav.authz.grantset import earlier
 from oxidav.authz.groups import GroupError, group_id, groups_of_user
 from oxidav.authz.mounts import MountService
+from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Role
-from oxidav.authz.targets import TargetError, resolve_target
+from oxidav.authz.roles import ALL, FILE_BITS, Action, Permission
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant, UserGroup
 from oxidav.db.models.users import User
 from oxidav.tree import InvalidName, NodeInfo, get_node, normalize_path, resolve
 
 #: Nextcloud's permission bits (OCP\Constants::PERMISSION_*).
-READ, UPDATE, CREATE, DELETE, SHARE = 1, 2, 4, 8, 16
-ALL = READ | UPDATE | CREATE | DELETE | SHARE
+READ, UPDATE, CREATE, DELETE, SHARE = (int(bit) for bit in Permission)
 SHARE_USER, SHARE_GROUP = 0, 1
+_WRONG_PATH = "Wrong path, file/folder doesn't exist"
 
 
 class ShareError(Exception):
@@ -49,26 +57,11 @@ class ShareError(Exception):
         self.message = message
 
 
-def role_of(permissions: int) -> Role:
-    """The role a permission bitmask asks for: share -> manager, any write -> editor."""
+def share_bits(permissions: int, is_folder: bool) -> int:
+    """The bits a share asks for, stored as given; a file share loses create and delete."""
     if permissions < 0 or permissions > ALL or not permissions & READ:
         raise ShareError(400, "Invalid permissions: read is required")
-    if permissions & SHARE:
-        return Role.MANAGER
-    if permissions & (UPDATE | CREATE | DELETE):
-        return Role.EDITOR
-    return Role.VIEWER
-
-
-def permissions_of(role: Role, is_folder: bool) -> int:
-    """The bitmask of a role; a file has no create or delete permission (as in Nextcloud)."""
-    if role is Role.VIEWER:
-        bits = READ
-    elif role is Role.EDITOR:
-        bits = READ | UPDATE | CREATE | DELETE
-    else:
-        bits = ALL
-    return bits if is_folder else bits & ~(CREATE | DELETE)
+    return permissions if is_folder else permissions & FILE_BITS
 
 
 def parse_expiry(text: str) -> datetime | None:
@@ -91,25 +84,41 @@ class ShareService:
     #: ``Settings.share_folder``: where shares appear in a recipient's tree (their paths).
     share_folder: str = "/"
 
+    def __post_init__(self) -> None:
+        self.mounts = MountService(self.engine.db, self.share_folder)
+
     # -- resolving ---------------------------------------------------------------------------
 
     def node_at(self, session: Session, principal: Principal, path: str) -> NodeInfo:
-        """The node a share request's ``path`` names (see the module docstring)."""
+        """The node a share request's ``path`` names in the caller's view of their tree
+        (see the module docstring); 404 alike for what does not exist and what they cannot
+        see."""
         if not path:
             raise ShareError(404, "Please specify a file or folder path")
-        if path.startswith("/"):
-            try:
-                node = resolve(session, principal.user_id, normalize_path(path))
-            except InvalidName:
-                node = None
-        else:
-            try:
-                resource = resolve_target(session, path)
-            except TargetError:
-                resource = None
-            node = get_node(session, resource.id) if resource and resource.kind.is_node else None
+        try:
+            tree_path = normalize_path(path)
+        except InvalidName:
+            raise ShareError(404, _WRONG_PATH) from None
+        node = resolve(session, principal.user_id, tree_path)
         if node is None:
-            raise ShareError(404, "Wrong path, file/folder doesn't exist")
+            node = self._mounted_node(session, principal, tree_path)
+        if node is None:
+            raise ShareError(404, _WRONG_PATH)
+        return node
+
+    def _mounted_node(
+        self, session: Session, principal: Principal, tree_path: str
+    ) -> NodeInfo | None:
+        """The owner's node at a path below one of the caller's mount points, if they hold a
+        bit on it."""
+        authz = self.engine.request(principal, session)
+        found = self.mounts.table(authz, make_folder=False).locate(tree_path)
+        if found is None:
+            return None
+        mount, owner_path = found
+        node = resolve(session, mount.node.user_id, owner_path)
+        if node is None or not authz.bits(Resource.node(node)):
+            return None
         return node
 
     def _subject(
@@ -130,22 +139,28 @@ class ShareService:
         raise ShareError(400, "Unknown share type")
 
     def _may_share(
-        self, session: Session, principal: Principal, node: NodeInfo, role: Role
-    ) -> None:
-        """The owner, or a manager giving at most their own role; 404 if nothing is visible."""
+        self, session: Session, principal: Principal, node: NodeInfo, bits: int
+    ) -> Access:
+        """The owner, or a holder of the share bit giving at most the bits they hold; 404 if
+        nothing is visible. What the caller holds (its ``share_until`` bounds the expiry)."""
         authz = self.engine.request(principal, session)
         resource = Resource.node(node)
         decision = authz.check(Action.RESHARE, resource)
         if not decision.allowed:
-            message = (
-                "Wrong path, file/folder doesn't exist"
-                if decision.status == 404
-                else "You are not allowed to share this"
-            )
+            message = _WRONG_PATH if decision.status == 404 else "You are not allowed to share this"
             raise ShareError(decision.status, message)
-        held = authz.role(resource)
-        if held is None or role.rank > held.rank:
+        held = authz.access(resource)
+        if bits & ~held.bits:
             raise ShareError(403, "Cannot increase permissions beyond your own")
+        return held
+
+    def _expiry(
+        self, principal: Principal, node: NodeInfo, held: Access, expires: datetime | None
+    ) -> datetime | None:
+        """A reshare never lasts longer than its maker holds the share bit."""
+        if node.user_id == principal.user_id:
+            return expires
+        return earlier(expires, held.share_until)
 
     # -- the verbs ---------------------------------------------------------------------------
 
@@ -161,16 +176,17 @@ class ShareService:
         expire_date: str,
     ) -> dict[str, Any]:
         node = self.node_at(session, principal, path)
-        role = role_of(permissions)
-        self._may_share(session, principal, node, role)
+        bits = share_bits(permissions, node.is_folder)
+        held = self._may_share(session, principal, node, bits)
         subject = self._subject(session, principal, share_type, share_with)
+        expires = self._expiry(principal, node, held, parse_expiry(expire_date))
         try:
             grant_id = grants.grant(
                 session,
                 subject,
                 Resource.node(node),
-                role,
-                expires_at=parse_expiry(expire_date),
+                bits,
+                expires_at=expires,
                 created_by=principal.user_id,
             )
         except grants.GrantError as exc:
@@ -205,24 +221,34 @@ class ShareService:
         node = get_node(session, row.resource_id)
         if node is None:
             raise ShareError(404, "Wrong share ID, share doesn't exist")
-        role = role_of(permissions) if permissions is not None else Role(row.role)
-        if principal.user_id != row.owner_id:
-            self._may_share(session, principal, node, role)
+        bits = share_bits(permissions, node.is_folder) if permissions is not None else None
         expires = parse_expiry(expire_date) if expire_date is not None else row.expires_at
+        if principal.user_id != row.owner_id:
+            held = self._may_share(session, principal, node, bits or row.permissions)
+            expires = self._expiry(principal, node, held, expires)
         subject = (
             grants.Subject.user(row.subject_user_id)
             if row.subject_user_id is not None
             else grants.Subject.group(int(row.subject_group_id or 0))
         )
         try:
-            grants.grant(session, subject, Resource.node(node), role, expires_at=expires)
+            grants.grant(
+                session,
+                subject,
+                Resource.node(node),
+                row.permissions if bits is None else bits,
+                expires_at=expires,
+            )
         except grants.GrantError as exc:
             raise ShareError(400, str(exc)) from None
+        settle_reshares(session, self.engine.db, row.owner_id)
         return self.get(session, principal, share_id)
 
     def delete(self, session: Session, principal: Principal, share_id: int) -> None:
-        self._visible_row(session, principal, share_id)
+        row = self._visible_row(session, principal, share_id)
+        owner_id = row.owner_id
         grants.revoke(session, share_id)
+        settle_reshares(session, self.engine.db, owner_id)
 
     def list_shares(
         self,
@@ -254,29 +280,38 @@ class ShareService:
         if path:
             node = self.node_at(session, principal, path)
             stmt = stmt.where(Grant.resource_id == node.id)
-        targets = self._mount_paths(principal) if shared_with_me else {}
-        shares = (
-            self._render(session, row, targets.get(row.resource_id))
-            for row in session.scalars(stmt.order_by(Grant.id))
-        )
-        return [share for share in shares if share is not None]
-
-    def _mount_paths(self, principal: Principal) -> dict[int, str]:
-        """Node id -> the path where the share shows in the recipient's tree (its mount)."""
-        table = MountService(self.engine.db, self.share_folder).table(
-            self.engine.request(principal)
-        )
-        return {m.node.id: f"{table.folder}/{m.name}" for m in table.mounts}
+        rows = session.scalars(stmt.order_by(Grant.id))
+        if not shared_with_me:
+            shares = (self._render(session, row) for row in rows)
+            return [share for share in shares if share is not None]
+        authz = self.engine.request(principal, session)
+        table = self.mounts.table(authz, make_folder=False)
+        targets = {m.node.id: f"{table.folder}/{m.name}" for m in table.mounts}
+        received: list[dict[str, Any]] = []
+        for row in rows:
+            shared = get_node(session, row.resource_id)
+            worth = authz.granted(Resource.node(shared)) if shared is not None else 0
+            share = self._render(session, row, targets.get(row.resource_id), recipient=True)
+            if share is not None and worth:
+                share["permissions"] = row.permissions & worth
+                received.append(share)
+        return received
 
     # -- rendering ---------------------------------------------------------------------------
 
     def _render(
-        self, session: Session, row: Grant, mount_path: str | None = None
+        self,
+        session: Session,
+        row: Grant,
+        mount_path: str | None = None,
+        *,
+        recipient: bool = False,
     ) -> dict[str, Any] | None:
         """Nextcloud's share object; None when the shared node is gone or trashed.
 
         ``mount_path``: for the recipient, where the share shows in their own tree (Nextcloud
-        then gives that as ``path`` and ``file_target``).
+        then gives that as ``path`` and ``file_target``). ``recipient``: rendered for one who
+        received it (``can_edit`` false: only its owner and maker may change it).
         """
         node = get_node(session, row.resource_id)
         if node is None or node.user_id != row.owner_id:
@@ -309,8 +344,8 @@ class ShareService:
             "displayname_owner": initiator,
             "uid_file_owner": owner,
             "displayname_file_owner": owner,
-            "permissions": permissions_of(Role(row.role), node.is_folder),
-            "can_edit": True,
+            "permissions": row.permissions,
+            "can_edit": not recipient,
             "can_delete": True,
             "stime": int(row.created_at.timestamp()),
             "parent": None,

@@ -78,7 +78,11 @@ def test_downgrade_takes_effect_on_the_next_request(world: World) -> None:
     assert engine.check(world.bob, Action.WRITE, file).allowed
     share(world, "/A/S", Subject.user(world.bob.user_id), Role.VIEWER)  # the same grant, updated
     decision = engine.check(world.bob, Action.WRITE, file)
-    assert (decision.allowed, decision.status, decision.role) == (False, 403, Role.VIEWER)
+    assert (decision.allowed, decision.status, decision.permissions) == (
+        False,
+        403,
+        Role.VIEWER.permissions,
+    )
 
 
 def test_expiry_while_cached(world: World) -> None:
@@ -163,7 +167,7 @@ def test_every_denial_logs_one_audit_line(world: World, caplog: pytest.LogCaptur
     first = lines[0].oxidav_audit  # type: ignore[attr-defined]
     assert first["user"] == world.bob.username and first["action"] == "read"
     assert first["status"] == 404 and "/A/S/g.txt" in first["resource"]
-    assert "role viewer does not allow write" in lines[2].getMessage()
+    assert "permissions 1 do not allow write" in lines[2].getMessage()
 
 
 def _add_files(world: World, folder: str, count: int) -> None:
@@ -208,5 +212,5 @@ def test_cold_check_in_the_callers_session(world: World) -> None:
     with world.db.read() as session, counter.counting():
         request = world.engine(ttl=0).request(world.bob, session)
         assert all(d.allowed for d in request.filter(Action.WRITE, listing))
-        assert request.role(listing[0]) is Role.EDITOR
+        assert request.bits(listing[0]) == Role.EDITOR.permissions
     assert len(counter.selects) == 3

@@ -73,3 +73,53 @@ def test_groups_and_shares_from_the_command_line(world: World, oxidav) -> None:
     assert oxidav("group", "delete", "staff")[0] == 0
     code, out, _ = oxidav("group", "list")
     assert out.splitlines() == [f"team\tusers={bob}\tgroups="]
+
+
+def test_share_add_takes_roles_or_bits(world: World, oxidav) -> None:
+    """Role names stand for Nextcloud's bits; ``--permissions`` gives the bits as they are."""
+    alice, bob = world.alice.username, world.bob.username
+    code, out, _ = oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--permissions", "5")
+    assert code == 0
+    engine = world.engine()
+    folder, file = world.res("/A/S"), world.res("/A/S/f.txt")
+    assert engine.check(world.bob, Action.CREATE, folder).allowed  # create
+    assert engine.check(world.bob, Action.WRITE, file).status == 403  # no update
+    assert engine.check(world.bob, Action.DELETE, file).status == 403  # no delete
+    code, out, _ = oxidav("share", "list", "--user", bob)
+    assert "\t5\texpires=never" in out
+    assert oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--role", "editor")[0] == 0
+    code, out, _ = oxidav("share", "list", "--user", bob)
+    assert "\teditor\texpires=never" in out
+    assert engine.check(world.bob, Action.DELETE, file).allowed
+    code, _, err = oxidav("share", "add", f"files/{alice}/A/T", "--user", bob, "--permissions", "4")
+    assert code == 2 and "read" in err
+
+
+def test_share_revoke_takes_the_reshares_made_through_it(world: World, oxidav) -> None:
+    from oxidav.authz import grants
+    from oxidav.authz.grants import Subject
+
+    alice, bob = world.alice.username, world.bob.username
+    _, out, _ = oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--role", "manager")
+    bob_grant = int(out.strip())
+    with world.db.write() as s:
+        grants.grant(
+            s,
+            Subject.user(world.carol.user_id),
+            world.res("/A/S"),
+            31,
+            created_by=world.bob.user_id,
+        )
+    engine = world.engine()
+    file = world.res("/A/S/f.txt")
+    assert engine.check(world.carol, Action.WRITE, file).allowed
+    assert (
+        oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--permissions", "17")[0] == 0
+    )
+    _, out, _ = oxidav("share", "list", "--user", world.carol.username)
+    assert "\t17\texpires=never" in out  # reduced to what bob holds
+    assert engine.check(world.carol, Action.WRITE, file).status == 403
+    assert oxidav("share", "revoke", str(bob_grant))[0] == 0
+    _, out, _ = oxidav("share", "list", "--user", world.carol.username)
+    assert out == ""
+    assert engine.check(world.carol, Action.READ, file).status == 404

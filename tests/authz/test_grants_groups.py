@@ -52,8 +52,8 @@ def test_the_strongest_of_several_grants_counts(world: World) -> None:
         grants.grant(s, Subject.group(team), world.res("/A"), Role.VIEWER)
         grants.grant(s, Subject.user(world.bob.user_id), world.res("/A/S"), Role.MANAGER)
     engine = world.engine()
-    assert engine.request(world.bob).role(world.res("/A/S/f.txt")) is Role.MANAGER
-    assert engine.request(world.bob).role(world.res("/A/T/x.txt")) is Role.VIEWER
+    assert engine.request(world.bob).bits(world.res("/A/S/f.txt")) == Role.MANAGER.permissions
+    assert engine.request(world.bob).bits(world.res("/A/T/x.txt")) == Role.VIEWER.permissions
 
 
 @pytest.mark.parametrize("chain_length", [1, 2, 4])
@@ -122,8 +122,8 @@ def test_grant_records(world: World) -> None:
         (info,) = grants.list_grants(s, resource=folder)
         assert grants.list_grants(s, subject=Subject.user(world.carol.user_id)) == []
         assert grants.list_grants(s, owner_id=world.alice.user_id) == [info]
-    assert (info.role, info.owner_id, info.created_by) == (
-        Role.EDITOR,
+    assert (info.permissions, info.owner_id, info.created_by) == (
+        Role.EDITOR.permissions,
         world.alice.user_id,
         world.alice.user_id,
     )

@@ -17,8 +17,8 @@ from oxidav.authz.grants import Subject
 from oxidav.authz.roles import Action, Role
 
 VIEW = {"read", "list", "copy"}
-EDIT = VIEW | {"write", "create", "delete", "move_in", "move_out", "lock", "proppatch"}
-#: The spec, written out independently of ``roles.ROLE_ACTIONS``.
+EDIT = VIEW | {"write", "rename", "create", "delete", "move_in", "move_out", "lock", "proppatch"}
+#: The spec, written out independently of ``roles.ACTION_BITS``.
 ROLE_ALLOWS = {
     "viewer": VIEW,
     "editor": EDIT,

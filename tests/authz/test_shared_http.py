@@ -1,4 +1,8 @@
-"""Grants over real HTTP: bob works in a folder (or file) of alice's that she shared with him."""
+"""Grants over real HTTP: bob works in a folder (or file) of alice's that she shared with him.
+
+bob reaches a share through his mount (``/remote.php/dav/files/bob/Shared``): since issue 25
+another user's home answers 404 whatever grants exist, as in Nextcloud.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from tests.support.live import LiveServer
 
 ALICE = "/remote.php/dav/files/alice"
 BOB = "/remote.php/dav/files/bob"
+#: alice's /Shared as bob sees it: his mount point of the same name.
+MOUNT = BOB + "/Shared"
 
 
 @pytest.fixture
@@ -54,21 +60,21 @@ def test_viewer_reads_inside_and_is_refused_writes(
     server: LiveServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     share(server, "files/alice/Shared", Role.VIEWER)
-    listing = server.request("PROPFIND", ALICE + "/Shared/", headers={"Depth": "1"}, user="bob")
+    listing = server.request("PROPFIND", MOUNT + "/", headers={"Depth": "1"}, user="bob")
     assert listing.status == 207
-    assert f"{ALICE}/Shared/a.txt" in listing.text and f"{ALICE}/Shared/sub/" in listing.text
-    got = server.request("GET", ALICE + "/Shared/sub/c.txt", user="bob")
+    assert f"{MOUNT}/a.txt" in listing.text and f"{MOUNT}/sub/" in listing.text
+    got = server.request("GET", MOUNT + "/sub/c.txt", user="bob")
     assert (got.status, got.body) == (200, b"gamma")
     caplog.set_level(logging.INFO, logger="oxidav.audit")
     for method, path, body, headers in (
-        ("PUT", "/Shared/a.txt", b"x", {}),
-        ("PUT", "/Shared/new.txt", b"x", {}),
-        ("DELETE", "/Shared/a.txt", None, {}),
-        ("MKCOL", "/Shared/dir", None, {}),
-        ("MOVE", "/Shared/a.txt", None, {"Destination": ALICE + "/Shared/z.txt"}),
+        ("PUT", "/a.txt", b"x", {}),
+        ("PUT", "/new.txt", b"x", {}),
+        ("DELETE", "/a.txt", None, {}),
+        ("MKCOL", "/dir", None, {}),
+        ("MOVE", "/a.txt", None, {"Destination": MOUNT + "/z.txt"}),
     ):
         caplog.clear()
-        assert bob(server, method, ALICE + path, body, **headers) == 403, (method, path)
+        assert bob(server, method, MOUNT + path, body, **headers) == 403, (method, path)
         denials = [r for r in caplog.records if r.name == "oxidav.audit"]
         assert len(denials) == 1, (method, path)
     got = server.request("GET", ALICE + "/Shared/a.txt", user="alice")
@@ -88,12 +94,12 @@ def test_viewer_gets_404_outside_the_share(server: LiveServer) -> None:
 
 def test_direct_file_grant_does_not_reach_siblings(server: LiveServer) -> None:
     share(server, "files/alice/Shared/a.txt", Role.EDITOR)
-    assert bob(server, "GET", ALICE + "/Shared/a.txt") == 200
-    assert bob(server, "PROPFIND", ALICE + "/Shared/a.txt", Depth="0") == 207
-    assert bob(server, "GET", ALICE + "/Shared/b.txt") == 404
-    assert bob(server, "PROPFIND", ALICE + "/Shared/", Depth="1") == 404
-    assert bob(server, "PUT", ALICE + "/Shared/a.txt", b"edited") == 204
-    assert bob(server, "DELETE", ALICE + "/Shared/a.txt") == 403  # needs the folder's role
+    assert bob(server, "GET", BOB + "/a.txt") == 200  # the file's mount
+    assert bob(server, "PROPFIND", BOB + "/a.txt", Depth="0") == 207
+    assert bob(server, "GET", BOB + "/b.txt") == 404
+    assert bob(server, "PROPFIND", MOUNT + "/", Depth="1") == 404
+    assert bob(server, "PUT", BOB + "/a.txt", b"edited") == 204
+    assert server.request("GET", ALICE + "/Shared/a.txt").body == b"edited"
 
 
 def test_editor_writes_land_in_the_owners_tree(server: LiveServer) -> None:
@@ -102,36 +108,36 @@ def test_editor_writes_land_in_the_owners_tree(server: LiveServer) -> None:
     with server.services.db.read() as session:
         alice_id, bob_id = user_id(session, "alice"), user_id(session, "bob")
         alice_before = used_bytes(session, alice_id)
-    assert bob(server, "PUT", ALICE + "/Shared/new.txt", b"0123456789") == 201
+    assert bob(server, "PUT", MOUNT + "/new.txt", b"0123456789") == 201
     assert server.request("GET", ALICE + "/Shared/new.txt").body == b"0123456789"
     assert bob(server, "GET", BOB + "/new.txt") == 404
     with server.services.db.read() as session:
         assert used_bytes(session, alice_id) == alice_before + 10
         assert used_bytes(session, bob_id) == 0
-    assert bob(server, "MKCOL", ALICE + "/Shared/dir") == 201
-    move = {"Destination": ALICE + "/Shared/dir/moved.txt"}
-    assert bob(server, "MOVE", ALICE + "/Shared/new.txt", **move) == 201
-    assert bob(server, "DELETE", ALICE + "/Shared/b.txt") == 204
+    assert bob(server, "MKCOL", MOUNT + "/dir") == 201
+    move = {"Destination": MOUNT + "/dir/moved.txt"}
+    assert bob(server, "MOVE", MOUNT + "/new.txt", **move) == 201
+    assert bob(server, "DELETE", MOUNT + "/b.txt") == 204
     assert server.request("GET", ALICE + "/Shared/b.txt").status == 404
     # Out of the shared folder: still nothing, and the shared folder itself stays put.
     assert bob(server, "PUT", ALICE + "/outside.txt", b"x") == 404
-    assert bob(server, "DELETE", ALICE + "/Shared") == 403
+    assert bob(server, "MOVE", MOUNT, Destination=BOB + "/Elsewhere") == 403
     out = {"Destination": ALICE + "/moved.txt"}
-    assert bob(server, "MOVE", ALICE + "/Shared/a.txt", **out) == 404
+    assert bob(server, "MOVE", MOUNT + "/a.txt", **out) == 404
     # Between two users' trees: the rows cross over (a root folder never moves).
-    assert bob(server, "COPY", ALICE + "/Shared/a.txt", Destination=BOB + "/a.txt") == 201
+    assert bob(server, "COPY", MOUNT + "/a.txt", Destination=BOB + "/a.txt") == 201
     assert server.request("GET", BOB + "/a.txt", user="bob").body == b"alpha"
-    assert bob(server, "COPY", BOB + "/", Destination=ALICE + "/Shared/x") == 403
+    assert bob(server, "COPY", BOB + "/", Destination=MOUNT + "/x") == 403
     assert bob(server, "COPY", BOB + "/a.txt", Destination=ALICE + "/secret2.txt") == 404
 
 
 def test_revoked_grant_stops_the_next_request(server: LiveServer) -> None:
     grant_id = share(server, "files/alice/Shared", Role.VIEWER)
-    assert bob(server, "GET", ALICE + "/Shared/a.txt") == 200
+    assert bob(server, "GET", MOUNT + "/a.txt") == 200
     assert server.services is not None
     with server.services.db.write() as session:
         revoke(session, grant_id)
-    assert bob(server, "GET", ALICE + "/Shared/a.txt") == 404
+    assert bob(server, "GET", MOUNT + "/a.txt") == 404
 
 
 def test_expired_grant_allows_nothing(server: LiveServer) -> None:
@@ -142,8 +148,8 @@ def test_expired_grant_allows_nothing(server: LiveServer) -> None:
     with server.services.db.write() as session:
         past = utcnow() - timedelta(seconds=1)
         session.execute(update(Grant).where(Grant.id == grant_id).values(expires_at=past))
-    assert bob(server, "GET", ALICE + "/Shared/a.txt") == 404
-    assert bob(server, "PROPFIND", ALICE + "/Shared/", Depth="1") == 404
+    assert bob(server, "GET", MOUNT + "/a.txt") == 404
+    assert bob(server, "PROPFIND", MOUNT + "/", Depth="1") == 404
 
 
 def test_own_paths_unchanged(server: LiveServer) -> None:
@@ -161,19 +167,20 @@ LOCKINFO = (
 
 def test_lock_follows_the_role(server: LiveServer) -> None:
     grant_id = share(server, "files/alice/Shared", Role.VIEWER)
-    url = ALICE + "/Shared/a.txt"
+    url = MOUNT + "/a.txt"
     assert server.request("LOCK", url, LOCKINFO, user="bob").status == 403
     share(server, "files/alice/Shared", Role.EDITOR)
     locked = server.request("LOCK", url, LOCKINFO, {"Timeout": "Second-60"}, user="bob")
     assert locked.status == 200
     token = locked.headers["lock-token"]
-    assert server.request("PUT", url, b"x").status == 423  # alice, without the token
+    assert server.request("PUT", ALICE + "/Shared/a.txt", b"x").status == 423  # alice, no token
     unlock = server.request("UNLOCK", url, headers={"Lock-Token": token}, user="bob")
     assert unlock.status == 204
     assert server.services is not None
     with server.services.db.write() as session:
         revoke(session, grant_id)
-    assert server.request("LOCK", url, LOCKINFO, user="bob").status == 404
+    # The mount is gone: bob's own tree has no /Shared folder to lock a member of.
+    assert server.request("LOCK", url, LOCKINFO, user="bob").status == 409
 
 
 def test_access_log_names_the_caller_not_the_owner(server: LiveServer) -> None:
@@ -192,7 +199,7 @@ def test_access_log_names_the_caller_not_the_owner(server: LiveServer) -> None:
     access.addHandler(handler)
     access.setLevel(logging.INFO)
     try:
-        assert bob(server, "GET", ALICE + "/Shared/a.txt") == 200
+        assert bob(server, "GET", MOUNT + "/a.txt") == 200
         # The line is written once the body has gone out: wait for it, not for a time.
         assert logged.wait(timeout=10)
     finally:
@@ -206,10 +213,11 @@ def test_shared_folder_with_non_ascii_name(server: LiveServer) -> None:
     assert server.request("MKCOL", folder).status == 201
     assert server.request("PUT", folder + "/caf%C3%A9.txt", b"cafe").status == 201
     share(server, "files/alice/Über uns", Role.VIEWER)
-    got = server.request("GET", folder + "/caf%C3%A9.txt", user="bob")
+    mounted = BOB + "/%C3%9Cber%20uns"
+    got = server.request("GET", mounted + "/caf%C3%A9.txt", user="bob")
     assert (got.status, got.body) == (200, b"cafe")
-    copy = {"Destination": f"http://localhost{folder}/copy.txt"}
-    assert bob(server, "COPY", folder + "/caf%C3%A9.txt", **copy) == 403
+    copy = {"Destination": f"http://localhost{mounted}/copy.txt"}
+    assert bob(server, "COPY", mounted + "/caf%C3%A9.txt", **copy) == 403
 
 
 def test_copy_into_another_tree_needs_a_share_there(server: LiveServer) -> None:
@@ -217,7 +225,9 @@ def test_copy_into_another_tree_needs_a_share_there(server: LiveServer) -> None:
     into_alice = {"Destination": ALICE + "/Shared/mine.txt"}
     assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 404
     share(server, "files/alice/Shared", Role.VIEWER)
-    assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 403
+    assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 404  # alice's home
+    into_mount = {"Destination": MOUNT + "/mine.txt"}
+    assert bob(server, "COPY", BOB + "/mine.txt", **into_mount) == 403
     share(server, "files/alice/Shared", Role.EDITOR)
-    assert bob(server, "COPY", BOB + "/mine.txt", **into_alice) == 201
+    assert bob(server, "COPY", BOB + "/mine.txt", **into_mount) == 201
     assert server.request("GET", ALICE + "/Shared/mine.txt").body == b"m"

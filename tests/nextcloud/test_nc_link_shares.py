@@ -87,10 +87,30 @@ def test_create_errors(server: LiveServer, user: str, params: dict[str, Any], st
     assert (got, doc["meta"]["status"]) == (status, "failure")
 
 
-def test_managers_cannot_make_links_to_others_files(server: LiveServer) -> None:
-    body = {"path": "/Shared", "shareType": 0, "shareWith": "bob", "permissions": 31}
-    assert ocs(server, "POST", V2, params=body)[0] == 200
-    assert create(server, "bob", path="files/alice/Shared")[0] == 403
+def test_links_by_recipients_need_the_share_bit(server: LiveServer) -> None:
+    """As in Nextcloud (issue 25): a recipient with the share bit may link what was shared with
+    him, within his bits, named by his mount; the link dies with his grant."""
+    body = {"path": "/Shared", "shareType": 0, "shareWith": "bob", "permissions": 15}
+    _, doc = ocs(server, "POST", V2, params=body)
+    bob_share = doc["data"]["id"]
+    assert create(server, "bob", path="/Shared")[0] == 403  # no share bit
+    assert ocs(server, "POST", V2, params={**body, "permissions": 17})[0] == 200
+    assert create(server, "bob", path="/Shared", permissions=15)[0] == 403  # beyond his bits
+    status, doc = create(server, "bob", path="/Shared")
+    assert (status, doc["data"]["uid_owner"], doc["data"]["uid_file_owner"]) == (
+        200,
+        "bob",
+        "alice",
+    )
+    token = doc["data"]["token"]
+    link = f"/public.php/dav/files/{token}/a.txt"
+    assert server.request("GET", link, user=None).body == b"alpha"
+    assert ocs(server, "PUT", f"{V2}/{bob_share}", params={"permissions": 1})[0] == 200
+    assert server.request("GET", link, user=None).status == 404  # bob may no longer share
+    assert ocs(server, "PUT", f"{V2}/{bob_share}", params={"permissions": 17})[0] == 200
+    assert server.request("GET", link, user=None).status == 200
+    assert ocs(server, "DELETE", f"{V2}/{bob_share}")[0] == 200
+    assert server.request("GET", link, user=None).status == 404
 
 
 def test_password_expiry_label_and_list(server: LiveServer) -> None:

@@ -21,6 +21,7 @@ import pytest
 from oxidav.authz.grants import Subject, grant
 from oxidav.authz.roles import Role
 from oxidav.authz.targets import resolve_target, user_id
+from tests.nextcloud.nc_helpers import ocs
 from tests.nextcloud.nc_sync import local_files, requests_of, server_files
 from tests.support.live import LiveServer, in_process_server, make_settings
 
@@ -155,3 +156,26 @@ def test_local_moves_into_and_out_of_the_share(
     }
     calm = requests_of(caplog.records)
     assert not any(method in ("PUT", "MOVE", "DELETE", "POST") for method, _ in calm), calm
+
+
+def test_create_only_share_takes_new_files_and_refuses_edits(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    """Bits 5 (read + create, made through the OCS API): bob's new file arrives in alice's
+    tree, his edit of her file does not (issue 25)."""
+    body = {"path": "/Photos", "shareType": 0, "shareWith": "bob", "permissions": 5}
+    status, doc = ocs(server, "POST", "/ocs/v2.php/apps/files_sharing/api/v1/shares", "alice", body)
+    assert (status, doc["data"]["permissions"]) == (200, 5)
+    local = tmp_path / "bob"
+    local.mkdir()
+    first = _sync(server, local)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert local_files(local) == FILES
+    (local / "Photos" / "new by bob.txt").write_bytes(b"new by bob\n")
+    (local / "Photos" / "a.txt").write_bytes(b"edited by bob\n")
+    _sync(server, local)
+    alice = _alice(server)
+    assert alice["Photos/new by bob.txt"] == b"new by bob\n"
+    assert alice["Photos/a.txt"] == FILES["Photos/a.txt"]
+    edit = server.request("PUT", "/remote.php/dav/files/bob/Photos/a.txt", b"x", user="bob")
+    assert edit.status == 403

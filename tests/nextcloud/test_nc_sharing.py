@@ -18,6 +18,9 @@ from tests.support.live import LiveServer
 V1 = "/ocs/v1.php/apps/files_sharing/api/v1/shares"
 V2 = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
 ALICE = "/remote.php/dav/files/alice"
+#: Recipients reach a share through their own mounts (issue 25: another user's home is 404).
+BOB = "/remote.php/dav/files/bob"
+CAROL = "/remote.php/dav/files/carol"
 
 
 @pytest.fixture
@@ -35,12 +38,12 @@ def test_create_user_share_maps_permissions_to_roles(server: LiveServer) -> None
     share = doc["data"]
     assert (share["share_type"], share["share_with"], share["uid_owner"]) == (0, "bob", "alice")
     assert (share["permissions"], share["item_type"], share["path"]) == (1, "folder", "/Shared")
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="bob").status == 200
-    assert server.request("PUT", ALICE + "/Shared/a.txt", b"x", user="bob").status == 403
+    assert server.request("GET", BOB + "/Shared/a.txt", user="bob").status == 200
+    assert server.request("PUT", BOB + "/Shared/a.txt", b"x", user="bob").status == 403
     # Sharing again updates the one share: read+update+create+delete -> editor.
     status, doc = create(server, path="/Shared", shareType=0, shareWith="bob", permissions=15)
     assert (status, doc["data"]["id"], doc["data"]["permissions"]) == (200, share["id"], 15)
-    assert server.request("PUT", ALICE + "/Shared/a.txt", b"x", user="bob").status == 204
+    assert server.request("PUT", BOB + "/Shared/a.txt", b"x", user="bob").status == 204
     # A file share carries no create/delete bits.
     _, doc = create(server, path="/other.txt", shareType=0, shareWith="bob", permissions=31)
     assert (doc["data"]["permissions"], doc["data"]["item_type"]) == (19, "file")
@@ -50,7 +53,7 @@ def test_share_without_permissions_gets_the_advertised_default(server: LiveServe
     """Like Nextcloud: the capabilities' ``default_permissions`` (31) when none are sent."""
     status, doc = create(server, path="/Shared", shareType=0, shareWith="bob")
     assert (status, doc["data"]["permissions"]) == (200, 31)
-    assert server.request("PUT", ALICE + "/Shared/new.txt", b"x", user="bob").status == 201
+    assert server.request("PUT", BOB + "/Shared/new.txt", b"x", user="bob").status == 201
 
 
 def test_create_group_share_reaches_members(server: LiveServer) -> None:
@@ -58,11 +61,11 @@ def test_create_group_share_reaches_members(server: LiveServer) -> None:
     with server.services.db.write() as session:
         group = create_group(session, "team")
         add_member(session, group, user_id=user_id(session, "carol"))
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="carol").status == 404
+    assert server.request("GET", CAROL + "/Shared/a.txt", user="carol").status == 404
     status, doc = create(server, path="/Shared", shareType=1, shareWith="team", permissions=1)
     assert (status, doc["data"]["share_type"], doc["data"]["share_with"]) == (200, 1, "team")
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="carol").status == 200
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="bob").status == 404
+    assert server.request("GET", CAROL + "/Shared/a.txt", user="carol").status == 200
+    assert server.request("GET", BOB + "/Shared/a.txt", user="bob").status == 404
 
 
 @pytest.mark.parametrize(
@@ -137,13 +140,13 @@ def test_list_get_update_delete(server: LiveServer) -> None:
     # Update permissions: viewer -> editor, visible on the very next request.
     status, doc = ocs(server, "PUT", f"{V2}/{first}", params={"permissions": 15})
     assert (status, doc["data"]["permissions"]) == (200, 15)
-    assert server.request("PUT", ALICE + "/Shared/a.txt", b"new", user="bob").status == 204
+    assert server.request("PUT", BOB + "/Shared/a.txt", b"new", user="bob").status == 204
     assert ocs(server, "PUT", f"{V2}/{first}", params={})[0] == 400
     assert ocs(server, "PUT", f"{V2}/{first}", params={"permissions": 0})[0] == 400
     # Delete: the share and bob's access go at once.
     status, _ = ocs(server, "DELETE", f"{V2}/{first}")
     assert status == 200
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="bob").status == 404
+    assert server.request("GET", BOB + "/Shared/a.txt", user="bob").status == 404
     assert ocs(server, "GET", f"{V2}/{first}")[0] == 404
     assert ocs(server, "DELETE", f"{V2}/{first}")[0] == 404
     assert ocs(server, "GET", f"{V2}/abc")[0] == 404
@@ -161,8 +164,9 @@ def test_strangers_see_no_share(server: LiveServer) -> None:
 
 
 def test_only_owner_or_manager_may_share(server: LiveServer) -> None:
-    reshare = {"path": "files/alice/Shared", "shareType": 0, "shareWith": "carol"}
-    # No role at all: the folder does not exist for bob.
+    # bob names the share by his own mount (issue 25: nothing else can be named).
+    reshare = {"path": "/Shared", "shareType": 0, "shareWith": "carol"}
+    # No grant at all: the folder does not exist for bob.
     assert create(server, "bob", permissions=1, **reshare)[0] == 404
     _, doc = create(server, path="/Shared", shareType=0, shareWith="bob", permissions=15)
     assert create(server, "bob", permissions=1, **reshare)[0] == 403  # editor: no reshare
@@ -175,11 +179,11 @@ def test_only_owner_or_manager_may_share(server: LiveServer) -> None:
         "alice",
     )
     reshared = doc["data"]["id"]
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="carol").status == 200
+    assert server.request("GET", CAROL + "/Shared/a.txt", user="carol").status == 200
     # The maker and the owner both see and manage the reshare.
     assert ocs(server, "GET", f"{V2}/{reshared}", user="bob")[0] == 200
     _, doc = ocs(server, "GET", V2, query="format=json&reshares=true")
     assert reshared in [s["id"] for s in doc["data"]]
     status, doc = ocs(server, "DELETE", f"{V2}/{reshared}")
     assert status == 200
-    assert server.request("GET", ALICE + "/Shared/a.txt", user="carol").status == 404
+    assert server.request("GET", CAROL + "/Shared/a.txt", user="carol").status == 404

@@ -2,13 +2,14 @@
 
 - ``user_groups``: named groups of users. ``group_members``: one member per row, a user or a
   nested group (exactly one of the two columns is set; cycles are refused when a row is added).
-- ``grants``: a subject (a user or a group) holds a role on a resource named by
+- ``grants``: a subject (a user or a group) holds permission bits on a resource named by
   ``(resource_kind, resource_id)`` — a folder or file node, a calendar or an address book —
   until ``expires_at`` (None: no expiry). There is no foreign key into the tree, calendars or
   contacts tables (DESIGN: no cross-room foreign keys); ``owner_id`` records the resource's
   owner so that a grant never applies to another user's resource that later got the same id.
   Subjects are foreign keys to ``users`` / ``user_groups`` so that deleting a user or group
-  drops their grants (a reused id must never inherit them).
+  drops their grants (a reused id must never inherit them). ``created_by`` other than the owner
+  marks a reshare: deleting its maker deletes it (it was worth only what the maker held).
 - ``authz_state``: one row whose ``generation`` is incremented in the same transaction as every
   change of grants or group membership. Caches of grant rows are valid only for the
   generation they were read under, so a revocation takes effect on the very next request.
@@ -73,7 +74,7 @@ class GroupMember(Base):
 
 
 class Grant(Base):
-    """A subject holds ``role`` on the resource ``(resource_kind, resource_id)``."""
+    """A subject holds ``permissions`` on the resource ``(resource_kind, resource_id)``."""
 
     __tablename__ = "grants"
 
@@ -89,12 +90,13 @@ class Grant(Base):
     resource_id: Mapped[int] = mapped_column(Integer)
     #: The user the resource belongs to.
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    #: ``viewer``, ``editor``, ``manager`` or ``owner`` (``Role`` values).
-    role: Mapped[str] = mapped_column(String(16))
+    #: Nextcloud's permission bits (``roles.Permission``): 1 read, 2 update, 4 create,
+    #: 8 delete, 16 share; stored exactly as given.
+    permissions: Mapped[int] = mapped_column(Integer)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    #: Who made the grant (None: an operator, or the user was deleted since).
+    #: Who made the grant (None: an operator). Deleting them deletes their reshares.
     created_by: Mapped[int | None] = mapped_column(
-        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+        ForeignKey("users.id", ondelete="CASCADE"), nullable=True
     )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
