@@ -38,11 +38,14 @@ from cheroot.server import HTTPConnection
 from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
-from oxidav.http_reader import SocketReader
+from oxidav.http_reader import HeadState, SocketReader
+from oxidav.http_request import BoundedRequest
 
 #: After a keep-alive response, how long (ms) the worker waits on the connection for its next
 #: request before handing it back to cheroot's selector.
 KEEPALIVE_LINGER_MS = 2
+#: The head size limit when the server sets none (cheroot's ``max_request_header_size = 0``).
+UNSIZED_HEAD_MAX = 1 << 20
 #: Set in the environ when the server takes ``FileRegion`` body pieces.
 SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
@@ -79,7 +82,10 @@ class SocketWriter:
 
 class DirectSocketConnection(HTTPConnection):
     """cheroot's ``HTTPConnection`` with a ``SocketReader`` and a ``SocketWriter`` on plain
-    TCP, whose worker stays for the next request of a busy keep-alive connection."""
+    TCP, whose worker stays for the next request of a busy keep-alive connection, and whose
+    requests read bodies in bounded pieces (``BoundedRequest``)."""
+
+    RequestHandlerClass = BoundedRequest
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
@@ -100,14 +106,17 @@ class DirectSocketConnection(HTTPConnection):
 
     def _next_request_soon(self) -> bool:
         """Whether this worker should serve the connection's next request itself: not while
-        the server stops or other connections wait for a worker, and only if the request is
-        buffered or comes within the linger."""
+        the server stops or other connections wait for a worker, and only if the request's
+        whole head is buffered or comes within the linger (else the front waits for it)."""
         server = self.server
         if self._next_request is None or not server.ready or server.requests.qsize:
             return False
-        if self.rfile.has_data():
-            return True
-        return bool(self._next_request.poll(KEEPALIVE_LINGER_MS))
+        limit = server.max_request_header_size or UNSIZED_HEAD_MAX
+        if not self.rfile.has_data():
+            if not self._next_request.poll(KEEPALIVE_LINGER_MS):
+                return False
+            return self.rfile.receive_head(limit) is HeadState.COMPLETE
+        return self.rfile.head_state(limit) is HeadState.COMPLETE
 
 
 class BufferGateway(Gateway_10):
