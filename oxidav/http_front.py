@@ -93,7 +93,9 @@ class FrontConnectionManager(ConnectionManager):
         status, reason = refusal
         log.info("%s:%s %s: %s", conn.remote_addr, conn.remote_port, status[:3], reason)
         with suppress(OSError):
-            conn.socket.send(_refusal(status, reason), socket.MSG_DONTWAIT)
+            # Never wait: a client that reads nothing must not stall the selector thread.
+            conn.socket.setblocking(False)
+            conn.socket.send(_refusal(status, reason))
         with suppress(OSError):
             conn.close()
 

@@ -20,6 +20,7 @@ as ``b""``.
 from __future__ import annotations
 
 import enum
+import select
 import socket
 
 #: Bytes asked of the socket when the buffer runs dry (cheroot's reader used 8 KiB).
@@ -152,6 +153,21 @@ class SocketReader:
         if end >= 0:
             return HeadState.COMPLETE
         return HeadState.TOO_LARGE if unread >= max_bytes else HeadState.PARTIAL
+
+    def discard_available(self, limit: int) -> int:
+        """Drop up to ``limit`` bytes that are here now: buffered ones, else one receive if the
+        socket is readable at once. 0 when nothing is here now or at the end of the stream."""
+        available = len(self._buf) - self._pos
+        if available:
+            n = min(limit, available)
+            self._take(self._pos + n)
+            return n
+        ready, _, _ = select.select([self._sock], [], [], 0)
+        if not ready:
+            return 0
+        data = self._sock.recv(min(limit, self._recv_size))
+        self.bytes_read += len(data)
+        return len(data)
 
     def readinto(self, buffer: memoryview | bytearray) -> int:
         """Up to ``len(buffer)`` bytes into ``buffer``: what is buffered, else one receive

@@ -9,9 +9,10 @@ one ``read(remaining)``. Here:
 - ``BoundedChunkedRFile`` reads a chunk in pieces of at most its buffer size and takes only
   chunk-size lines of 1 to 16 hex digits (an optional ``;extension`` after), within
   ``CHUNK_LINE_MAX`` bytes; anything else raises ``BadChunkedBody``.
-- An unread body of at most ``DRAIN_MAX`` bytes is read and dropped in pieces, so the
-  connection stays open for the next request; a longer one, or an unfinished chunked body, is
-  not read at all: the answer says ``Connection: close`` and the connection closes after it.
+- An unread body of at most ``DRAIN_MAX`` bytes that the client has already sent is dropped
+  in pieces, so the connection stays open for the next request; a longer one, one still on
+  its way, or an unfinished chunked body is not waited for: the answer says
+  ``Connection: close`` and the connection closes after it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from cheroot.server import ChunkedRFile, HTTPRequest, KnownLengthRFile
+
+from oxidav.http_reader import SocketReader
 
 #: The longest unread request body read and dropped to keep a connection open after an
 #: answer that did not want it; the connection closes instead beyond it.
@@ -112,11 +115,22 @@ class BoundedRequest(HTTPRequest):
     def _drain_or_close(self) -> None:
         rfile = self.rfile
         remaining = getattr(rfile, "remaining", 0)
+        if not remaining:
+            return
         if remaining > DRAIN_MAX:
             self.close_connection = True
             return
+        reader = self.conn.rfile
         while rfile.remaining > 0:
-            if not rfile.read(min(rfile.remaining, DRAIN_PIECE)):
+            piece = min(rfile.remaining, DRAIN_PIECE)
+            if isinstance(reader, SocketReader):
+                # Only what the client has sent already: a worker never waits on a body
+                # nobody wants.
+                dropped = reader.discard_available(piece)
+                rfile.remaining -= dropped
+            else:  # TLS: cheroot's reader, bounded pieces (``read`` counts them)
+                dropped = len(rfile.read(piece))
+            if not dropped:
                 self.close_connection = True
                 return
 
