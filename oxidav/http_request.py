@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from cheroot.server import ChunkedRFile, HTTPRequest, KnownLengthRFile
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.http_reader import SocketReader
 
@@ -35,8 +36,14 @@ CHUNK_SIZE_DIGITS_MAX = 16
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 
-class BadChunkedBody(ValueError):
-    """The chunked request body is not well-formed; the message says how."""
+class BadChunkedBody(DAVError, ValueError):  # type: ignore[misc]  # wsgidav: untyped
+    """The chunked request body is not well-formed: 400, the reason in ``context_info``.
+
+    A ``DAVError`` because it surfaces in the application, where the body is read; a
+    ``ValueError`` as cheroot's own error for a bad chunk is."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(HTTP_BAD_REQUEST, reason)
 
 
 def parse_chunk_size(line: bytes) -> int:
