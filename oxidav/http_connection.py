@@ -98,25 +98,31 @@ class DirectSocketConnection(HTTPConnection):
 
     def communicate(self) -> bool:
         """cheroot's ``communicate`` (one request; True: keep the connection), repeated while
-        the next request is already here or arrives within ``KEEPALIVE_LINGER_MS``."""
+        the next request's head is already here or arrives within ``KEEPALIVE_LINGER_MS``;
+        False as soon as the client is seen to have closed."""
         while True:
             keep_open: bool = super().communicate()  # type: ignore[no-untyped-call]
-            if not keep_open or not self._next_request_soon():
-                return keep_open
+            if not keep_open:
+                return False
+            state = self._next_request_state()
+            if state is not HeadState.COMPLETE:
+                return state is not HeadState.CLOSED
 
-    def _next_request_soon(self) -> bool:
-        """Whether this worker should serve the connection's next request itself: not while
-        the server stops or other connections wait for a worker, and only if the request's
-        whole head is buffered or comes within the linger (else the front waits for it)."""
+    def _next_request_state(self) -> HeadState:
+        """Where the connection's next request stands, for this worker to serve it itself
+        (``COMPLETE``): not while the server stops or other connections wait for a worker, and
+        only if the request's whole head is buffered or comes within the linger (else the
+        front waits for it)."""
         server = self.server
         if self._next_request is None or not server.ready or server.requests.qsize:
-            return False
+            return HeadState.EMPTY
         limit = server.max_request_header_size or UNSIZED_HEAD_MAX
-        if not self.rfile.has_data():
-            if not self._next_request.poll(KEEPALIVE_LINGER_MS):
-                return False
-            return self.rfile.receive_head(limit) is HeadState.COMPLETE
-        return self.rfile.head_state(limit) is HeadState.COMPLETE
+        reader: SocketReader = self.rfile
+        if reader.has_data():
+            return reader.head_state(limit)
+        if not self._next_request.poll(KEEPALIVE_LINGER_MS):
+            return HeadState.EMPTY
+        return reader.receive_head(limit)
 
 
 class BufferGateway(Gateway_10):

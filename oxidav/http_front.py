@@ -28,6 +28,8 @@ itself).
 from __future__ import annotations
 
 import logging
+import math
+import select
 import selectors
 import socket
 import threading
@@ -122,12 +124,23 @@ class FrontConnectionManager(ConnectionManager):
             self._watch(conn)
 
     def _admit(self, conn: Any) -> None:
-        """A new connection: into the selector until its head is here (plain TCP)."""
-        if not isinstance(conn.rfile, SocketReader):
+        """A new connection: to a worker if its head is here already (the listening socket
+        defers the accept until the client has sent something), else into the selector until
+        it is (plain TCP)."""
+        reader = conn.rfile
+        if not isinstance(reader, SocketReader):
             self.server.process_conn(conn)
             return
         now = time.time()
         conn.last_used = now
+        if select.select([conn.socket], [], [], 0)[0]:
+            state = reader.receive_head(self._max_head_bytes)
+            if state is HeadState.COMPLETE:
+                self.server.process_conn(conn)
+                return
+            if state is not HeadState.PARTIAL and state is not HeadState.EMPTY:
+                self._conclude(conn, state)
+                return
         self._start_head(conn, now)
         self._watch(conn)
 
@@ -148,6 +161,11 @@ class FrontConnectionManager(ConnectionManager):
             return
         self._selector.unregister(sock_fd)
         self._end_head(conn)
+        self._conclude(conn, state)
+
+    def _conclude(self, conn: Any, state: HeadState) -> None:
+        """A connection out of the selector: to a worker with its head, or refused, or
+        closed."""
         if state is HeadState.COMPLETE:
             self.server.process_conn(conn)
         elif state is HeadState.TOO_LARGE:
@@ -220,6 +238,15 @@ class FrontServer(wsgi.Server):
         """cheroot's ``prepare`` (bind, listen, start the workers), then the front in place of
         cheroot's connection manager."""
         super().prepare()
+        if hasattr(socket, "TCP_DEFER_ACCEPT") and self.socket.family != socket.AF_UNIX:
+            # Linux: accept a connection once its first bytes are here (within the head
+            # timeout), so most heads are complete when accepted.
+            with suppress(OSError):
+                self.socket.setsockopt(
+                    socket.IPPROTO_TCP,
+                    socket.TCP_DEFER_ACCEPT,
+                    max(1, math.ceil(self.request_head_timeout)),
+                )
         self._connections._selector.close()
         self._connections = FrontConnectionManager(
             self, self.request_head_timeout, self.max_request_header_size
