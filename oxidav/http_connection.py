@@ -38,11 +38,14 @@ from cheroot.server import HTTPConnection
 from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
-from oxidav.http_reader import SocketReader
+from oxidav.http_reader import HeadState, SocketReader
+from oxidav.http_request import BoundedRequest
 
 #: After a keep-alive response, how long (ms) the worker waits on the connection for its next
 #: request before handing it back to cheroot's selector.
 KEEPALIVE_LINGER_MS = 2
+#: The head size limit when the server sets none (cheroot's ``max_request_header_size = 0``).
+UNSIZED_HEAD_MAX = 1 << 20
 #: Set in the environ when the server takes ``FileRegion`` body pieces.
 SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
@@ -79,7 +82,10 @@ class SocketWriter:
 
 class DirectSocketConnection(HTTPConnection):
     """cheroot's ``HTTPConnection`` with a ``SocketReader`` and a ``SocketWriter`` on plain
-    TCP, whose worker stays for the next request of a busy keep-alive connection."""
+    TCP, whose worker stays for the next request of a busy keep-alive connection, and whose
+    requests read bodies in bounded pieces (``BoundedRequest``)."""
+
+    RequestHandlerClass = BoundedRequest
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
@@ -92,22 +98,31 @@ class DirectSocketConnection(HTTPConnection):
 
     def communicate(self) -> bool:
         """cheroot's ``communicate`` (one request; True: keep the connection), repeated while
-        the next request is already here or arrives within ``KEEPALIVE_LINGER_MS``."""
+        the next request's head is already here or arrives within ``KEEPALIVE_LINGER_MS``;
+        False as soon as the client is seen to have closed."""
         while True:
             keep_open: bool = super().communicate()  # type: ignore[no-untyped-call]
-            if not keep_open or not self._next_request_soon():
-                return keep_open
+            if not keep_open:
+                return False
+            state = self._next_request_state()
+            if state is not HeadState.COMPLETE:
+                return state is not HeadState.CLOSED
 
-    def _next_request_soon(self) -> bool:
-        """Whether this worker should serve the connection's next request itself: not while
-        the server stops or other connections wait for a worker, and only if the request is
-        buffered or comes within the linger."""
+    def _next_request_state(self) -> HeadState:
+        """Where the connection's next request stands, for this worker to serve it itself
+        (``COMPLETE``): not while the server stops or other connections wait for a worker, and
+        only if the request's whole head is buffered or comes within the linger (else the
+        front waits for it)."""
         server = self.server
         if self._next_request is None or not server.ready or server.requests.qsize:
-            return False
-        if self.rfile.has_data():
-            return True
-        return bool(self._next_request.poll(KEEPALIVE_LINGER_MS))
+            return HeadState.EMPTY
+        limit = server.max_request_header_size or UNSIZED_HEAD_MAX
+        reader: SocketReader = self.rfile
+        if reader.has_data():
+            return reader.head_state(limit)
+        if not self._next_request.poll(KEEPALIVE_LINGER_MS):
+            return HeadState.EMPTY
+        return reader.receive_head(limit)
 
 
 class BufferGateway(Gateway_10):

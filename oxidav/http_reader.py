@@ -19,14 +19,34 @@ as ``b""``.
 
 from __future__ import annotations
 
+import enum
+import select
 import socket
 
 #: Bytes asked of the socket when the buffer runs dry (cheroot's reader used 8 KiB).
 RECV_SIZE = 64 * 1024
+#: ``read(size)`` allocates at most this much before bytes arrive; it doubles its buffer as
+#: they do, so memory follows what the client sent, not the size it announced.
+READ_STEP = 1 << 20
 #: ``readline()`` with no size stops here: cheroot calls it so only for a chunked body's size
 #: and trailer lines, which are a few bytes long; a longer one is refused by cheroot's parser
 #: either way, and the buffer does not grow without bound while it waits for a newline.
 UNSIZED_LINE_MAX = 64 * 1024
+
+
+class HeadState(enum.Enum):
+    """Where the next request head stands in what a ``SocketReader`` has buffered."""
+
+    #: Nothing buffered but, at most, the CRLF a chunked body leaves behind.
+    EMPTY = "empty"
+    #: Part of a head: the connection waits for more.
+    PARTIAL = "partial"
+    #: The head's closing empty line is buffered: parsing it will not block.
+    COMPLETE = "complete"
+    #: More than the allowed head size is buffered without a closing empty line.
+    TOO_LARGE = "too large"
+    #: The client closed its side (or the connection failed).
+    CLOSED = "closed"
 
 
 class SocketReader:
@@ -91,14 +111,63 @@ class SocketReader:
             while len(self._buf) - self._pos < size and self._fill():
                 pass
             return self._take(min(len(self._buf), self._pos + size))
-        out = bytearray(size)
-        view = memoryview(out)
+        # Grow the result only as bytes arrive: a client announcing a large body and
+        # sending little costs what it sent, not what it announced.
+        out = bytearray(min(size, READ_STEP))
         got = 0
-        while got < size and (received := self.readinto(view[got:])):
+        while got < size:
+            if got == len(out):
+                out.extend(bytes(min(len(out), size - got)))
+            with memoryview(out) as view:
+                received = self.readinto(view[got:])
+            if not received:
+                break
             got += received
-        del view
         del out[got:]
         return bytes(out)
+
+    def head_state(self, max_bytes: int) -> HeadState:
+        """Whether a whole request head of at most ``max_bytes`` is buffered."""
+        return self._head_state(0, max_bytes)
+
+    def receive_head(self, max_bytes: int) -> HeadState:
+        """One receive behind what is buffered (call it when the socket is readable, it
+        blocks otherwise), then ``head_state``; only the new bytes are searched."""
+        start = max(len(self._buf) - self._pos - 3, 0)
+        try:
+            received = self._fill()
+        except OSError:
+            return HeadState.CLOSED
+        return self._head_state(start, max_bytes) if received else HeadState.CLOSED
+
+    def _head_state(self, start: int, max_bytes: int) -> HeadState:
+        buf, pos = self._buf, self._pos
+        unread = len(buf) - pos
+        if not unread or (unread == 2 and buf.endswith(b"\r\n")):
+            return HeadState.EMPTY
+        # The head ends with an empty line: CRLF CRLF, or LF LF which cheroot refuses with a
+        # 400 (either way the parser will not wait for more bytes).
+        end = buf.find(b"\n\r\n", pos + start, pos + max_bytes)
+        if end < 0:
+            end = buf.find(b"\n\n", pos + start, pos + max_bytes)
+        if end >= 0:
+            return HeadState.COMPLETE
+        return HeadState.TOO_LARGE if unread >= max_bytes else HeadState.PARTIAL
+
+    def discard_available(self, limit: int) -> int:
+        """Drop up to ``limit`` bytes that are here now: buffered ones, else one receive if the
+        socket is readable at once. 0 when nothing is here now or at the end of the stream."""
+        available = len(self._buf) - self._pos
+        if available:
+            n = min(limit, available)
+            self._take(self._pos + n)
+            return n
+        ready, _, _ = select.select([self._sock], [], [], 0)
+        if not ready:
+            return 0
+        data = self._sock.recv(min(limit, self._recv_size))
+        self.bytes_read += len(data)
+        return len(data)
 
     def readinto(self, buffer: memoryview | bytearray) -> int:
         """Up to ``len(buffer)`` bytes into ``buffer``: what is buffered, else one receive
@@ -133,4 +202,4 @@ class SocketReader:
         self._pos = 0
 
 
-__all__ = ["RECV_SIZE", "SocketReader"]
+__all__ = ["READ_STEP", "RECV_SIZE", "HeadState", "SocketReader"]

@@ -14,6 +14,7 @@ from cheroot import wsgi
 from oxidav.app import make_app
 from oxidav.bootstrap import prepare
 from oxidav.http_connection import BufferGateway, DirectSocketConnection
+from oxidav.http_front import FrontServer
 from oxidav.services import Services
 from oxidav.settings import Settings
 
@@ -31,13 +32,15 @@ def configure_logging(level: str) -> None:
 
 
 def build_server(settings: Settings, services: Services) -> wsgi.Server:
-    server = wsgi.Server(
+    server = FrontServer(
         (settings.host, settings.port),
         make_app(settings, services),
         numthreads=settings.threads,
         server_name="oxidav",
         timeout=60,
         request_queue_size=64,
+        request_head_timeout=settings.request_head_timeout,
+        max_request_head_bytes=settings.max_request_head_bytes,
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway

@@ -36,6 +36,12 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
     threads: int = 32
+    #: Seconds a client has to send a whole request head (request line and headers), from the
+    #: accept, or from the first byte of a keep-alive connection's next request; then 408, closed.
+    #: Until its head is complete a connection waits in the front, not in a worker thread.
+    request_head_timeout: float = 20.0
+    #: Largest request head (request line and headers) in bytes; beyond it 431, closed.
+    max_request_head_bytes: int = 64 << 10
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -139,6 +145,16 @@ def _validate(settings: Settings) -> None:
     checks: list[tuple[str, bool, str]] = [
         ("port", 0 <= settings.port <= 65535, "must be between 0 and 65535"),
         ("threads", 1 <= settings.threads <= 1024, "must be between 1 and 1024"),
+        (
+            "request_head_timeout",
+            0 < settings.request_head_timeout <= 3600,
+            "must be more than 0 and at most 3600 seconds",
+        ),
+        (
+            "max_request_head_bytes",
+            1024 <= settings.max_request_head_bytes <= 1 << 20,
+            "must be between 1024 and 1048576",
+        ),
         ("blob_cache_bytes", settings.blob_cache_bytes > 0, "must be positive"),
         (
             "blob_chunk_min",

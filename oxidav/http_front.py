@@ -1,0 +1,256 @@
+"""The front: connections wait for a whole request head here, not in a worker thread.
+
+cheroot hands a connection to a worker thread as soon as its socket is readable; the worker
+then blocks reading the request head, restarting the socket timeout at every byte, so a few
+dozen clients that send half a head and stop hold every worker and nobody else is answered.
+
+``FrontConnectionManager`` (cheroot's ``ConnectionManager``, in its selector thread) receives
+what a plain-TCP connection sends into the connection's ``SocketReader`` buffer and queues the
+connection for a worker only once the head's closing empty line is buffered, so parsing the head
+never waits on the client. Meanwhile the connection stays in the selector and costs a socket and
+a buffer of at most ``max_request_head_bytes`` plus one receive:
+
+- a head not complete within ``request_head_timeout`` of the accept (or of the first byte of a
+  kept-alive connection's next request) is answered 408 and the connection closed;
+- a head larger than ``max_request_head_bytes`` is answered 431 and the connection closed,
+  without reading the rest.
+
+Idle kept-alive connections expire after the server's ``timeout`` as in cheroot, and only they
+count against cheroot's ``keep_alive_conn_limit`` (connections still sending a head do not).
+TLS connections are handed to workers as cheroot does (their bytes are not readable before the
+TLS layer): the front covers plain TCP, which is what oxidav serves behind a TLS proxy.
+
+Invariant: a ``SocketReader`` connection reaches a worker only with a complete head buffered
+(``DirectSocketConnection`` keeps it when it serves a kept-alive connection's next request
+itself).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import select
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any
+
+from cheroot import wsgi
+from cheroot.connections import ConnectionManager
+
+from oxidav.http_reader import HeadState, SocketReader
+
+log = logging.getLogger("oxidav.http_front")
+
+HEAD_TOO_LARGE = ("431 Request Header Fields Too Large", "request head too large")
+HEAD_TOO_SLOW = ("408 Request Timeout", "request head not complete in time")
+
+
+def _refusal(status: str, reason: str) -> bytes:
+    body = reason.encode("ascii") + b"\n"
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("ascii") + body
+
+
+class FrontConnectionManager(ConnectionManager):
+    """cheroot's ``ConnectionManager`` that queues a plain-TCP connection for a worker only
+    once its request head is buffered."""
+
+    # cheroot's own, which its type stubs leave out.
+    _selector: Any
+    _stop_requested: bool
+    _remove_invalid_sockets: Callable[[], None]
+    _from_server_socket: Callable[[socket.socket], Any]
+
+    def __init__(self, server: Any, head_timeout: float, max_head_bytes: int) -> None:
+        super().__init__(server)
+        self._head_timeout = head_timeout
+        self._max_head_bytes = max_head_bytes
+        self._heads_lock = threading.Lock()
+        #: Connections in the selector with a head deadline (a head is under way).
+        self._heads_waiting = 0
+
+    # --- the head phase -------------------------------------------------------------------
+
+    def _start_head(self, conn: Any, now: float) -> None:
+        if getattr(conn, "head_deadline", None) is None:
+            with self._heads_lock:
+                self._heads_waiting += 1
+        conn.head_deadline = now + self._head_timeout
+
+    def _end_head(self, conn: Any) -> None:
+        if getattr(conn, "head_deadline", None) is not None:
+            conn.head_deadline = None
+            with self._heads_lock:
+                self._heads_waiting -= 1
+
+    def _refuse(self, conn: Any, refusal: tuple[str, str]) -> None:
+        """Answer ``refusal`` (status, reason) without waiting on the client, and close the
+        connection."""
+        status, reason = refusal
+        log.info("%s:%s %s: %s", conn.remote_addr, conn.remote_port, status[:3], reason)
+        with suppress(OSError):
+            # Never wait: a client that reads nothing must not stall the selector thread.
+            conn.socket.setblocking(False)
+            conn.socket.send(_refusal(status, reason))
+        with suppress(OSError):
+            conn.close()
+
+    def _watch(self, conn: Any) -> None:
+        self._selector.register(conn.socket.fileno(), selectors.EVENT_READ, data=conn)
+
+    def put(self, conn: Any) -> None:
+        """A kept-alive connection back from a worker: to a worker again if its next head is
+        buffered, else into the selector (with a head deadline if part of a head is here)."""
+        reader = conn.rfile
+        if not isinstance(reader, SocketReader):
+            super().put(conn)
+            return
+        now = time.time()
+        conn.last_used = now
+        state = reader.head_state(self._max_head_bytes)
+        if state is HeadState.COMPLETE:
+            self.server.process_conn(conn)
+        elif state is HeadState.TOO_LARGE:
+            self._refuse(conn, HEAD_TOO_LARGE)
+        else:
+            if state is HeadState.PARTIAL:
+                self._start_head(conn, now)
+            self._watch(conn)
+
+    def _admit(self, conn: Any) -> None:
+        """A new connection: to a worker if its head is here already (the listening socket
+        defers the accept until the client has sent something), else into the selector until
+        it is (plain TCP)."""
+        reader = conn.rfile
+        if not isinstance(reader, SocketReader):
+            self.server.process_conn(conn)
+            return
+        now = time.time()
+        conn.last_used = now
+        if select.select([conn.socket], [], [], 0)[0]:
+            state = reader.receive_head(self._max_head_bytes)
+            if state is HeadState.COMPLETE:
+                self.server.process_conn(conn)
+                return
+            if state is not HeadState.PARTIAL and state is not HeadState.EMPTY:
+                self._conclude(conn, state)
+                return
+        self._start_head(conn, now)
+        self._watch(conn)
+
+    def _readable(self, sock_fd: int, conn: Any) -> None:
+        reader = conn.rfile
+        if not isinstance(reader, SocketReader):
+            self._selector.unregister(sock_fd)
+            self.server.process_conn(conn)
+            return
+        state = reader.receive_head(self._max_head_bytes)
+        now = time.time()
+        conn.last_used = now
+        if state is HeadState.PARTIAL:
+            if getattr(conn, "head_deadline", None) is None:
+                self._start_head(conn, now)
+            return
+        if state is HeadState.EMPTY:
+            return
+        self._selector.unregister(sock_fd)
+        self._end_head(conn)
+        self._conclude(conn, state)
+
+    def _conclude(self, conn: Any, state: HeadState) -> None:
+        """A connection out of the selector: to a worker with its head, or refused, or
+        closed."""
+        if state is HeadState.COMPLETE:
+            self.server.process_conn(conn)
+        elif state is HeadState.TOO_LARGE:
+            self._refuse(conn, HEAD_TOO_LARGE)
+        else:
+            with suppress(OSError):
+                conn.close()
+
+    def _expire(self, threshold: float) -> None:
+        """Close idle connections past the server's timeout (cheroot's rule) and answer 408
+        to those whose head is past its deadline."""
+        now = time.time()
+        late = [
+            (sock_fd, conn)
+            for sock_fd, conn in self._selector.connections
+            if conn is not self.server
+            and (conn.last_used < threshold or (getattr(conn, "head_deadline", None) or now) < now)
+        ]
+        for sock_fd, conn in late:
+            self._selector.unregister(sock_fd)
+            overdue = (getattr(conn, "head_deadline", None) or now) < now
+            self._end_head(conn)
+            if overdue:
+                self._refuse(conn, HEAD_TOO_SLOW)
+            else:
+                with suppress(OSError):
+                    conn.close()
+
+    # --- cheroot's loop, with the two steps above ------------------------------------------
+
+    def _run(self, expiration_interval: float) -> None:
+        last_expiration_check = time.time()
+        while not self._stop_requested:
+            try:
+                active = list(self._selector.select(timeout=expiration_interval))
+            except OSError:
+                self._remove_invalid_sockets()
+                continue
+            for sock_fd, conn in active:
+                if conn is self.server:
+                    new_conn = self._from_server_socket(self.server.socket)
+                    if new_conn is not None:
+                        self._admit(new_conn)
+                else:
+                    self._readable(sock_fd, conn)
+            now = time.time()
+            if now - last_expiration_check > expiration_interval:
+                self._expire(threshold=now - self.server.timeout)
+                last_expiration_check = now
+
+    @property
+    def _num_connections(self) -> int:
+        """Idle kept-alive connections (cheroot's count without those sending a head)."""
+        return len(self._selector) - 1 - self._heads_waiting
+
+
+class FrontServer(wsgi.Server):
+    """cheroot's WSGI server with a ``FrontConnectionManager``."""
+
+    _connections: Any  # cheroot's, which its type stubs leave out
+
+    def __init__(
+        self, *args: Any, request_head_timeout: float, max_request_head_bytes: int, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_head_timeout = request_head_timeout
+        self.max_request_header_size = max_request_head_bytes
+
+    def prepare(self) -> None:
+        """cheroot's ``prepare`` (bind, listen, start the workers), then the front in place of
+        cheroot's connection manager."""
+        super().prepare()
+        if hasattr(socket, "TCP_DEFER_ACCEPT") and self.socket.family != socket.AF_UNIX:
+            # Linux: accept a connection once its first bytes are here (within the head
+            # timeout), so most heads are complete when accepted.
+            with suppress(OSError):
+                self.socket.setsockopt(
+                    socket.IPPROTO_TCP,
+                    socket.TCP_DEFER_ACCEPT,
+                    max(1, math.ceil(self.request_head_timeout)),
+                )
+        self._connections._selector.close()
+        self._connections = FrontConnectionManager(
+            self, self.request_head_timeout, self.max_request_header_size
+        )
+
+
+__all__ = ["FrontConnectionManager", "FrontServer"]
