@@ -74,6 +74,9 @@ class Settings:
     default_quota_bytes: int = 0
     #: Largest calendar object / vCard accepted, in bytes.
     max_resource_bytes: int = 10 << 20
+    #: Largest XML request body (PROPFIND, PROPPATCH, LOCK, REPORT, SEARCH, MKCOL, MKCALENDAR)
+    #: accepted, in bytes; a larger one is refused with 413.
+    max_xml_body_bytes: int = 1 << 20
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
@@ -152,6 +155,11 @@ def _validate(settings: Settings) -> None:
         ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
+        (
+            "max_xml_body_bytes",
+            1024 <= settings.max_xml_body_bytes <= 64 << 20,
+            "must be between 1 KiB and 64 MiB",
+        ),
         (
             "log_level",
             settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},
