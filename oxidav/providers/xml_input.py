@@ -96,6 +96,8 @@ def parse_xml(data: bytes) -> etree._Element:
                     raise XmlRefused(f"more than {MAX_ELEMENTS} elements")
         root = parser.close()
     except etree.XMLSyntaxError as error:
+        if "Excessive depth" in error.msg:  # libxml2's own cap, met within one fed piece
+            raise XmlRefused(f"elements are nested deeper than {MAX_DEPTH}") from None
         raise XmlRefused(f"not well-formed XML: {error.msg.strip()}") from None
     _refuse_doctype(root)
     if next(root.iter(etree.Entity), None) is not None:
