@@ -52,6 +52,8 @@ _READ = 64 << 10
 #: The environ keys of the read body (bytes or None) and of its parsed root (once parsed).
 ENVIRON_BODY = "oxidav.xml.body"
 ENVIRON_ROOT = "oxidav.xml.root"
+_NO_DOCTYPE = "a document type declaration (DOCTYPE) is not allowed"
+_DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
 
 
 class XmlRefused(ValueError):
@@ -96,6 +98,9 @@ def parse_xml(data: bytes) -> etree._Element:
                     raise XmlRefused(f"more than {MAX_ELEMENTS} elements")
         root = parser.close()
     except etree.XMLSyntaxError as error:
+        if not checked_doctype and any(mark in data for mark in _DOCTYPE_MARKS):
+            # libxml2 stopped inside the prolog (e.g. on an entity amplification): say why
+            raise XmlRefused(_NO_DOCTYPE) from None
         if "Excessive depth" in error.msg:  # libxml2's own cap, met within one fed piece
             raise XmlRefused(f"elements are nested deeper than {MAX_DEPTH}") from None
         raise XmlRefused(f"not well-formed XML: {error.msg.strip()}") from None
@@ -108,7 +113,7 @@ def parse_xml(data: bytes) -> etree._Element:
 def _refuse_doctype(element: Any) -> None:
     docinfo: Any = element.getroottree().docinfo
     if docinfo.doctype or docinfo.internalDTD is not None:
-        raise XmlRefused("a document type declaration (DOCTYPE) is not allowed")
+        raise XmlRefused(_NO_DOCTYPE)
 
 
 def canonical(element: etree._Element) -> bytes:

@@ -74,7 +74,7 @@ def test_proppatch_with_dtd_entity_is_refused_and_stores_nothing(live_server: Li
     response = live_server.request(
         "PROPPATCH", url("/d/f.txt"), proppatch_body("<z:leak>&x;</z:leak>", ENTITY_DTD)
     )
-    assert_refused(response.status, response.body, 400, "DOCTYPE")
+    assert_refused(response.status, response.body, 400, "document type declaration")
     assert stored_rows(live_server) == (0, 0)
     for path, depth in (("/d/f.txt", "0"), ("/d/", "1")):
         status, body = allprop(live_server, path, depth)
@@ -86,7 +86,7 @@ def test_lock_with_entity_owner_is_refused_and_stores_nothing(live_server: LiveS
     live_server.request("PUT", url("/d/f.txt"), b"x")
     body = '<?xml version="1.0"?>' + ENTITY_DTD + LOCKINFO.format(owner="&x;")[21:]
     response = live_server.request("LOCK", url("/d/f.txt"), body, headers={"Depth": "0"})
-    assert_refused(response.status, response.body, 400, "DOCTYPE")
+    assert_refused(response.status, response.body, 400, "document type declaration")
     assert stored_rows(live_server) == (0, 0)
     for path, depth in (("/d/f.txt", "0"), ("/d/", "1")):
         status, answer = allprop(live_server, path, depth)
@@ -167,11 +167,14 @@ def test_unreadable_stored_lock_owner_is_left_out(
 
 
 HOSTILE = {
-    "billion laughs": (LAUGHS, "DOCTYPE"),
-    "external entity": (proppatch_body("<z:leak>&x;</z:leak>", ENTITY_DTD), "DOCTYPE"),
+    "billion laughs": (LAUGHS, "document type declaration"),
+    "external entity": (
+        proppatch_body("<z:leak>&x;</z:leak>", ENTITY_DTD),
+        "document type declaration",
+    ),
     "parameter entity": (
         '<!DOCTYPE d [<!ENTITY % p SYSTEM "file:///etc/passwd"> %p;]><D:propfind xmlns:D="DAV:"/>',
-        "DOCTYPE",
+        "document type declaration",
     ),
     "undeclared entity": (proppatch_body("<z:leak>&x;</z:leak>"), "not well-formed"),
     "deep nesting": ("<a>" * 10_000 + "</a>" * 10_000, f"deeper than {MAX_DEPTH}"),
@@ -215,7 +218,7 @@ def test_every_dav_room_refuses_a_doctype(live_server: LiveServer, method: str, 
     response = live_server.request(
         method, path, body, headers={"Depth": "0", "Content-Type": "application/xml"}
     )
-    assert_refused(response.status, response.body, 400, "DOCTYPE")
+    assert_refused(response.status, response.body, 400, "document type declaration")
     if method.startswith("MK"):
         assert live_server.request("PROPFIND", path, headers={"Depth": "0"}).status == 404
 
