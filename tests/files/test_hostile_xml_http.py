@@ -269,3 +269,34 @@ def test_chunked_body_over_the_cap_is_413(small_cap_server: LiveServer) -> None:
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"max_xml_body_bytes" in answer
     assert stored_rows(server) == (0, 0)
+
+
+def test_unreadable_personal_value_of_a_share_is_skipped(
+    live_server: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """bob's own displayname of alice's calendar, stored as the old code stored it from a
+    body with an entity: his calendar home still lists the share, with alice's name."""
+    from oxidav.authz.roles import Role
+    from oxidav.db.models.share_overrides import ShareOverride
+    from tests.authz.test_shared_collections import BOB_HOME, SHARED_CAL, proppatch, share
+
+    for user in ("alice", "bob"):  # the first visit of a home creates its calendar
+        home = f"/remote.php/dav/calendars/{user}/"
+        assert live_server.request("PROPFIND", home, None, {"Depth": "0"}, user).status == 207
+    share(live_server, "calendars/alice/personal", Role.VIEWER)
+    proppatch(
+        live_server,
+        SHARED_CAL,
+        "<d:set><d:prop><d:displayname>mine</d:displayname></d:prop></d:set>",
+    )
+    _plant(
+        live_server,
+        update(ShareOverride).values(value='<d:displayname xmlns:d="DAV:">&x;</d:displayname>'),
+    )
+    caplog.set_level(logging.WARNING)
+    body = '<d:propfind xmlns:d="DAV:"><d:prop><d:displayname/></d:prop></d:propfind>'
+    for path, depth in ((BOB_HOME, "1"), (SHARED_CAL, "0")):
+        response = live_server.request("PROPFIND", path, body, {"Depth": depth}, user="bob")
+        assert response.status == 207, response.body
+        assert b"Personal" in response.body and b"mine" not in response.body
+    assert any("{DAV:}displayname" in r.getMessage() for r in caplog.records)
