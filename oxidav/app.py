@@ -13,7 +13,8 @@ The request path of DESIGN §3, outermost first::
       OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
       AuthzMiddleware               may this principal touch this path / Destination?
       NextcloudMiddleware           OC-* headers, enrichment, uploads/bulk
-      OxiRequestResolver            must be last: WsgiDAV's methods + REPORT & co.
+      OxiRequestResolver            must be last: WsgiDAV's methods + REPORT & co.;
+                                    XML bodies read and checked first (XmlInput)
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from oxidav.providers.calendars import CalendarsProvider
 from oxidav.providers.files import FilesProvider
 from oxidav.providers.files_locks import DbLockStorage
 from oxidav.providers.principals import PrincipalsProvider
-from oxidav.providers.resolver import OxiRequestResolver
+from oxidav.providers.resolver import XML_INPUT, OxiRequestResolver
 from oxidav.providers.root import DavRootProvider
+from oxidav.providers.xml_input import XmlInput
 from oxidav.request_guard import RejectBadPaths
 from oxidav.routes import DISCOVERY_ROUTES, Router
 from oxidav.services import Services
@@ -95,6 +97,7 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
         "oxidav": {"authenticator": services.authenticator, "services": services},
         "dir_browser": {"enable": False},
         "lock_storage": DbLockStorage(services.db),
+        XML_INPUT: XmlInput(max_body_bytes=settings.max_xml_body_bytes),
         "property_manager": None,
         "block_size": 256 * 1024,
         "verbose": 1,

@@ -90,6 +90,9 @@ class Settings:
     #: Most hrefs a calendar-multiget / addressbook-multiget may name; more is refused (403
     #: DAV:number-of-matches-within-limits). Clients ask in batches of 10 to a few hundred.
     max_report_hrefs: int = 1000
+    #: Largest XML request body (PROPFIND, PROPPATCH, LOCK, REPORT, SEARCH, MKCOL, MKCALENDAR)
+    #: accepted, in bytes; a larger one is refused with 413.
+    max_xml_body_bytes: int = 1 << 20
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
@@ -194,6 +197,11 @@ def _validate(settings: Settings) -> None:
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
         ("max_report_hrefs", settings.max_report_hrefs >= 1, "must be at least 1"),
+        (
+            "max_xml_body_bytes",
+            1024 <= settings.max_xml_body_bytes <= 64 << 20,
+            "must be between 1 KiB and 64 MiB",
+        ),
         (
             "log_level",
             settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},

@@ -3,7 +3,8 @@
 - ``DavRootProvider`` (``/remote.php/dav/``): discovery.
 - ``request_server.OxiRequestServer`` + ``resolver.OxiRequestResolver``: WsgiDAV's request
   handling plus REPORT (and, from the CalDAV room, MKCALENDAR and extended MKCOL); reports are
-  added with ``request_server.register_report``.
+  added with ``request_server.register_report``. Every XML request body is read and parsed by
+  ``xml_input`` (bounded, no DTDs) before a handler sees it; stored client XML goes through it.
 - ``urls``: the URL layout.
 - The generic DAV core the CalDAV (``calendar*``) and CardDAV (``addressbook*``, ``contacts_*``)
   providers and ``principals`` are built on: ``dav_collections`` (owned collections, object

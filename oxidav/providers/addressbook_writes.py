@@ -49,6 +49,7 @@ from oxidav.providers.dav_writes import (
     read_body,
 )
 from oxidav.providers.dav_xml import DISPLAYNAME, RESOURCETYPE, condition, element_text
+from oxidav.providers.xml_input import request_xml
 
 #: Media types a card PUT may declare (RFC 6350 §10.1; text/directory is RFC 2425's 3.0 type).
 ACCEPTED_CARD_TYPES = (
@@ -193,7 +194,7 @@ def mkcol_book(
         raise DAVError(HTTP_METHOD_NOT_ALLOWED, "the address book already exists")
     if not name or len(name) > 255:
         raise DAVError(HTTP_BAD_REQUEST, "invalid address book name")
-    displayname, description = _mkcol_properties(util.parse_xml_body(environ, allow_empty=True))
+    displayname, description = _mkcol_properties(request_xml(environ, allow_empty=True))
     try:
         home.backend.store.create_book(home.user_id, name, displayname or name, description)
     except BookExistsError:

@@ -36,7 +36,6 @@ from oxidav.providers.addressbook_resources import (
     VirtualCollection,
 )
 from oxidav.providers.contacts_context import CardDavPath, ContactsBackend
-from oxidav.providers.files_handlers import XML_METHODS, buffer_chunked_body
 from oxidav.settings import Settings
 
 #: The CardDAV reports register themselves on import; the provider needs them.
@@ -114,8 +113,6 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
     ) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
         target = CardDavPath.parse(environ["PATH_INFO"])
-        if method in XML_METHODS or method == "MKCOL":
-            buffer_chunked_body(environ)
         if method in ("PUT", "DELETE") and target.kind == "card":
             if not self._visible(environ, target.user):
                 raise DAVError(HTTP_NOT_FOUND)

@@ -36,7 +36,6 @@ from oxidav.providers.calendar_resources import (
     CalendarsRoot,
 )
 from oxidav.providers.dav_collections import finite_depth
-from oxidav.providers.files_handlers import XML_METHODS, buffer_chunked_body
 from oxidav.settings import Settings
 
 #: The CalDAV reports register themselves on import; the provider needs them.
@@ -137,8 +136,6 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         self, environ: dict[str, Any], start_response: Any, default_handler: Callable[..., Any]
     ) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
-        if method in XML_METHODS or method in ("MKCOL", "MKCALENDAR"):
-            buffer_chunked_body(environ)
         if method == "PROPFIND":
             finite_depth(environ)
         target = CalDavPath.parse(environ["PATH_INFO"])

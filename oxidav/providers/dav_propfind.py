@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lxml import etree
-from wsgidav import util
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
@@ -26,6 +25,7 @@ from wsgidav.dav_error import (
 )
 
 from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
+from oxidav.providers.xml_input import request_xml
 
 MODES = {"{DAV:}allprop": "allprop", "{DAV:}propname": "name", "{DAV:}name": "name"}
 
@@ -68,7 +68,7 @@ def propfind(server: Any, environ: dict[str, Any], start_response: Any) -> Itera
     if res is None:
         raise DAVError(HTTP_NOT_FOUND, environ["PATH_INFO"])
     server._evaluate_if_headers(res, environ)
-    mode, names = propfind_request(util.parse_xml_body(environ, allow_empty=True))
+    mode, names = propfind_request(request_xml(environ, allow_empty=True))
     members = res.get_descendants(depth=depth, add_self=True)
     return send_multistatus(environ, start_response, _responses(members, mode, names))
 

@@ -19,7 +19,8 @@ a *personal* property (``displayname``; for calendars also ``calendar-color`` an
 (``oxidav.providers.share_overrides``, as Nextcloud does for sharees); any other property is
 refused with ``need-privileges``, and ``write-properties`` is never listed. DELETE of the shared
 collection removes it from the recipient's home (``CollectionAccess.decline``) with their own
-values.
+values. A personal value is stored as ``xml_input.storable`` makes it; one that does not read
+back (written before that rule) is left out with a WARNING.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from oxidav.providers.dav_collections import Getter, ObjectCollection, TextObjec
 from oxidav.providers.dav_users import HomeBackend
 from oxidav.providers.dav_xml import CS, DISPLAYNAME, href_element
 from oxidav.providers.urls import principal_href
+from oxidav.providers.xml_input import parse_xml, storable, stored_xml
 
 SHARED_BY = "_shared_by_"
 #: environ key: the recipient's own property values, per collection kind, for this request.
@@ -211,6 +213,18 @@ def forget_shares(shares: SharedCollections, resource: Resource) -> None:
     share_overrides.drop(shares.db, resource)
 
 
+def _readable(values: dict[int, dict[str, str]], where: str) -> dict[int, dict[str, str]]:
+    """``values`` without those that do not read back (each logged)."""
+    return {
+        resource_id: {
+            name: xml
+            for name, xml in props.items()
+            if stored_xml(xml, resource=f"{where}, collection {resource_id}", name=name) is not None
+        }
+        for resource_id, props in values.items()
+    }
+
+
 def _recipient_id(environ: Mapping[str, Any]) -> int | None:
     principal = environ.get(ENVIRON_PRINCIPAL)
     return principal.user_id if isinstance(principal, Principal) else None
@@ -244,7 +258,7 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
         props = super().live_properties()
         props.update(self.share.properties(self.environ, self.backend.display_name))
         for name, xml in self.overrides().items():
-            props[name] = partial(etree.fromstring, xml)
+            props[name] = partial(parse_xml, xml.encode())
         return props
 
     def overrides(self) -> dict[str, str]:
@@ -255,8 +269,9 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
             return {}
         loaded = self.environ.setdefault(ENVIRON_OVERRIDES, {})
         if resource.kind not in loaded:
-            loaded[resource.kind] = share_overrides.load_all(
-                self.backend.db, recipient, resource.kind
+            loaded[resource.kind] = _readable(
+                share_overrides.load_all(self.backend.db, recipient, resource.kind),
+                f"{resource.kind.value} overrides of user {recipient}",
             )
         found: dict[str, str] = loaded[resource.kind].get(resource.id, {})
         return found
@@ -286,7 +301,7 @@ class SharedObjectCollection(ObjectCollection[HomeT]):
         self.check_personal_value(name, value)
         if dry_run:
             return
-        xml = None if value is None else etree.tostring(value, encoding="unicode")
+        xml = None if value is None else storable(value).decode()
         share_overrides.save(self.backend.db, recipient, self.share.reach.resource, name, xml)
         self.environ.pop(ENVIRON_OVERRIDES, None)
 

@@ -8,8 +8,6 @@ the work except where they fall short (wsgidav.md §6.2):
 - PROPFIND: ``Depth: infinity`` — and a missing Depth, which means infinity (RFC 4918 §9.1) —
   is refused with 403 ``propfind-finite-depth`` unless ``propfind_infinity_limit`` allows it;
   Depth 0 and 1 are answered by ``files_propfind`` (XML written directly, one query per page);
-- PROPFIND / PROPPATCH / LOCK bodies sent chunked (no Content-Length) are buffered first,
-  WsgiDAV would read them as empty;
 - PROPPATCH: all changes are written in one transaction (§9.2: all or nothing);
 - LOCK on an unmapped URL: needs write access to the parent, and the empty file it creates is
   removed again if the lock is refused;
@@ -19,7 +17,6 @@ the work except where they fall short (wsgidav.md §6.2):
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -31,7 +28,6 @@ from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
     HTTP_NOT_FOUND,
-    HTTP_REQUEST_ENTITY_TOO_LARGE,
     DAVError,
     PRECONDITION_CODE_PropfindFiniteDepth,
 )
@@ -47,31 +43,12 @@ from oxidav.tree import count_subtree, set_mtime
 from oxidav.tree.props import set_props
 from oxidav.tree.trash import delete_live_file
 
-#: Largest XML request body buffered from a chunked request.
-MAX_XML_BODY = 16 << 20
-XML_METHODS = ("PROPFIND", "PROPPATCH", "LOCK", "REPORT")
-
-
-def buffer_chunked_body(environ: dict[str, Any], limit: int = MAX_XML_BODY) -> None:
-    """Give a chunked XML body a Content-Length, so ``util.parse_xml_body`` reads it."""
-    if environ.get("CONTENT_LENGTH", "").strip():
-        return
-    if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return
-    data = environ["wsgi.input"].read(limit + 1)
-    if len(data) > limit:
-        raise DAVError(HTTP_REQUEST_ENTITY_TOO_LARGE, "request body too large")
-    environ["wsgi.input"] = io.BytesIO(data)
-    environ["CONTENT_LENGTH"] = str(len(data))
-
 
 def dispatch(
     provider: Any, environ: dict[str, Any], start_response: Any, default_handler: Any
 ) -> Iterable[bytes]:
     method = environ["REQUEST_METHOD"]
     server = getattr(default_handler, "__self__", None) or RequestServer(provider)
-    if method in XML_METHODS:
-        buffer_chunked_body(environ)
     if method == "PUT":
         return handle_put(provider, server, environ, start_response)
     if method in ("GET", "HEAD"):

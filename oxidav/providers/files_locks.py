@@ -15,6 +15,11 @@ WsgiDAV's ``LockManager`` checks for conflicts and then calls ``create``; betwee
 that check could race, so ``create`` repeats the conflict rules of
 ``LockManager._check_lock_permission`` inside one serialized transaction (``BEGIN IMMEDIATE``
 on SQLite, a transaction-scoped advisory lock on PostgreSQL) and raises 423 on a conflict.
+
+A lock's ``owner`` (the client's ``DAV:owner`` element) is stored only in the form that
+``xml_input.parse_xml`` reads back (``create`` refuses anything else with 400); a stored owner
+that does not read back (written before that rule) is blanked, with a WARNING, in the locks
+``get`` and ``get_lock_list`` hand to WsgiDAV, so its lock discovery shows the lock without it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from sqlalchemy import Select, String, bindparam, literal_column, or_, select, t
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 from wsgidav.dav_error import (
+    HTTP_BAD_REQUEST,
     HTTP_LOCKED,
     DAVError,
     DAVErrorCondition,
@@ -39,6 +45,7 @@ from wsgidav.lock_man.lock_manager import LockManager
 from oxidav.db import Database, Transaction, core
 from oxidav.db.models.tree import DavLock
 from oxidav.db.prepared import PreparedRead
+from oxidav.providers.xml_input import XmlRefused, canonical, parse_xml, stored_xml
 from oxidav.tree import locks as rows
 
 #: Key of the PostgreSQL advisory lock that serializes lock creation ("oxiL").
@@ -124,10 +131,13 @@ class DbLockStorage:
 
     def get(self, token: str) -> dict[str, Any] | None:
         with self.db.read() as session:
-            return rows.get_lock(session, token)
+            lock = rows.get_lock(session, token)
+        return None if lock is None else _readable_owner(lock)
 
     def create(self, path: str, lock: dict[str, Any]) -> dict[str, Any]:
         root = rows.normalize_root(path)
+        if lock.get("owner"):
+            lock["owner"] = _storable_owner(lock["owner"])
         with self.db.write() as session:
             self._serialize(session)
             self._check_conflicts(session, root, lock["scope"], lock["depth"])
@@ -138,7 +148,7 @@ class DbLockStorage:
             lock = rows.refresh_lock(session, token, timeout)
         if lock is None:
             raise ValueError(f"no such lock {token!r}")
-        return lock
+        return _readable_owner(lock)
 
     def delete(self, token: str) -> bool:
         with self.db.write() as session:
@@ -151,7 +161,11 @@ class DbLockStorage:
             locks = rows.list_locks(
                 session, path, include_root=include_root, include_children=include_children
             )
-        return [lock["token"] for lock in locks] if token_only else locks
+        return (
+            [lock["token"] for lock in locks]
+            if token_only
+            else [_readable_owner(lock) for lock in locks]
+        )
 
     def locks_at(self, roots: list[str], below: str | None = None) -> list[dict[str, Any]]:
         """Live locks rooted at any of ``roots`` (normalized), plus those strictly below
@@ -203,6 +217,23 @@ class DbLockStorage:
                 condition.add_href(other["root"])
         if condition.hrefs:
             raise DAVError(HTTP_LOCKED, err_condition=condition)
+
+
+def _storable_owner(owner: bytes | str) -> bytes:
+    """``owner`` in its stored form; 400 unless it is XML that ``parse_xml`` accepts."""
+    try:
+        element = parse_xml(owner.encode() if isinstance(owner, str) else owner)
+    except XmlRefused as error:
+        raise DAVError(HTTP_BAD_REQUEST, f"the lock owner cannot be stored: {error}") from None
+    return canonical(element)
+
+
+def _readable_owner(lock: dict[str, Any]) -> dict[str, Any]:
+    """``lock`` with its owner blanked if the stored value does not read back (logged)."""
+    owner = lock.get("owner")
+    if owner and stored_xml(owner, resource=lock["root"], name="lock owner") is None:
+        lock["owner"] = b""
+    return lock
 
 
 def _raise_put_conflicts(

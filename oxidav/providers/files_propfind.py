@@ -22,12 +22,12 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from lxml import etree
-from wsgidav import util
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_http_status_string
 
 from oxidav.providers.files_get import http_date_now, rfc1123_of
 from oxidav.providers.files_resources import FileResource, FolderResource
 from oxidav.providers.multistatus import property_names
+from oxidav.providers.xml_input import request_xml
 
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.
@@ -218,7 +218,7 @@ def response_xml(
 
 def _request(environ: dict[str, Any]) -> tuple[str, list[str]]:
     """``(mode, names)`` of a PROPFIND body; an empty body is allprop (§9.1)."""
-    body = util.parse_xml_body(environ, allow_empty=True)
+    body = request_xml(environ, allow_empty=True)
     if body is None:
         return "allprop", []
     if body.tag != "{DAV:}propfind":

@@ -7,6 +7,11 @@ the resource was built from; dead properties (RFC 4918 §4) and lock discovery (
 a ``Page`` shared by all resources of one listing, which loads them for the whole page with one
 query each, and only if some resource asks.
 
+Client XML is stored only in the form ``xml_input.storable`` makes (it reads back by
+construction); a stored value that does not read back (written before that rule) is left out
+of the resource's properties with a WARNING, and a lock owner that does not is left out of
+its ``activelock`` — never a 500.
+
 Enrichers (DESIGN §3, ``oxidav.providers.enrichment``) are objects a middleware puts into the
 environ; a page calls each one's ``prefetch`` once with all its nodes, then asks it for names
 and values; PROPPATCH of a property an enricher lists goes to its ``set_value``.
@@ -19,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lxml import etree
-from wsgidav import util, xml_tools
+from wsgidav import util
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
@@ -31,6 +36,7 @@ from wsgidav.dav_error import (
 from oxidav.providers.enrichment import Enricher, enrichers
 from oxidav.providers.files_context import FilesBackend
 from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.xml_input import storable, stored_xml
 from oxidav.tree import locks as lock_rows
 from oxidav.tree.props import get_props
 from oxidav.tree.types import NodeInfo
@@ -84,14 +90,24 @@ class Page:
         self.lock_root = lock_root
         self.listing = listing
         self._props: dict[int, dict[str, bytes]] | None = None
+        #: Node ids whose values have been checked to read back (unreadable ones dropped).
+        self._checked: set[int] = set()
         self._locks: dict[str, list[dict[str, Any]]] | None = None
         self._enrichers: list[Enricher] | None = None
 
-    def props(self, node_id: int) -> dict[str, bytes]:
+    def props(self, node_id: int, where: str) -> dict[str, bytes]:
+        """The dead properties of ``node_id`` (at ``where``, for the log) that read back."""
         if self._props is None:
             with self.backend.db.read() as session:
                 self._props = get_props(session, [n.id for n in self.nodes])
-        return self._props.get(node_id, {})
+            self._checked.clear()
+        found = self._props.get(node_id, {})
+        if node_id not in self._checked:
+            self._checked.add(node_id)
+            for name, value in list(found.items()):
+                if stored_xml(value, resource=where, name=name) is None:
+                    del found[name]
+        return found
 
     def forget_props(self) -> None:
         self._props = None
@@ -148,7 +164,7 @@ class NodeProperties:
             names.extend(QUOTA_PROPS)  # RFC 4331 §3: not part of allprop
         if self.provider.lock_manager is not None:
             names.extend(LOCK_PROPS)
-        names.extend(self.page.props(self.node.id))
+        names.extend(self.page.props(self.node.id, self.get_ref_url()))
         for enricher in self.page.enrichers():
             names.extend(enricher.property_names(self.node))
         return names
@@ -159,10 +175,12 @@ class NodeProperties:
         found = self._enriched(name)
         if found is not None:
             return found
-        value = self.page.props(self.node.id).get(name)
-        if value is None:
+        where = self.get_ref_url()
+        value = self.page.props(self.node.id, where).get(name)
+        element = None if value is None else stored_xml(value, resource=where, name=name)
+        if element is None:
             raise DAVError(HTTP_NOT_FOUND)
-        return xml_tools.string_to_xml(value)
+        return element
 
     def _live_value(self, name: str) -> Any:
         node = self.node
@@ -229,7 +247,9 @@ class NodeProperties:
             etree.SubElement(etree.SubElement(active, "{DAV:}lockscope"), "{DAV:}" + lock["scope"])
             etree.SubElement(active, "{DAV:}depth").text = lock["depth"]
             if lock["owner"]:
-                active.append(xml_tools.string_to_xml(lock["owner"]))
+                owner = stored_xml(lock["owner"], resource=self.get_ref_url(), name="lock owner")
+                if owner is not None:
+                    active.append(owner)
             if lock["timeout"] < 0:
                 timeout = "Infinite"
             else:
@@ -270,7 +290,7 @@ class NodeProperties:
                 return
         if len(name) > MAX_DEAD_NAME:
             raise DAVError(HTTP_FORBIDDEN, "property name too long")
-        data = None if value is None else etree.tostring(value)
+        data = None if value is None else storable(value)
         if data is not None and len(data) > MAX_DEAD_VALUE:
             raise DAVError(HTTP_FORBIDDEN, "property value too large")
         if not dry_run:

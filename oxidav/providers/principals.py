@@ -44,7 +44,6 @@ from oxidav.providers.dav_xml import (
     supported_report_set,
     text_element,
 )
-from oxidav.providers.files_handlers import buffer_chunked_body
 from oxidav.providers.multistatus import response_bytes, send_multistatus
 from oxidav.providers.request_server import register_report
 from oxidav.providers.root import DavRoot
@@ -170,8 +169,6 @@ class PrincipalsProvider(DAVProvider):  # type: ignore[misc]
     def custom_request_handler(
         self, environ: dict[str, Any], start_response: Any, default_handler: Callable[..., Any]
     ) -> Iterable[bytes]:
-        if environ["REQUEST_METHOD"] in ("PROPFIND", "REPORT"):
-            buffer_chunked_body(environ)
         if environ["REQUEST_METHOD"] == "PROPFIND":
             finite_depth(environ)
         return default_handler(environ, start_response)  # type: ignore[no-any-return]

@@ -19,7 +19,6 @@ clients check that a WebDAV URL works by GETting it, and Nextcloud answers them 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
@@ -38,6 +37,7 @@ from wsgidav.dav_error import (
 from wsgidav.request_server import RequestServer
 
 from oxidav.providers.dav_propfind import propfind
+from oxidav.providers.xml_input import XmlInput, replace_body, request_xml
 
 #: Extensions every oxidav response to OPTIONS lists after WsgiDAV's classes ("1" or "1,2").
 DAV_EXTENSIONS = ("3", "calendar-access", "addressbook", "extended-mkcol")
@@ -141,12 +141,18 @@ def supported_reports(resource: Any) -> list[str]:
 
 
 class OxiRequestServer(RequestServer):  # type: ignore[misc]
-    def __init__(self, dav_provider: Any) -> None:
+    def __init__(self, dav_provider: Any, xml_input: XmlInput | None = None) -> None:
         super().__init__(dav_provider)
+        self._xml_input = xml_input or XmlInput()
         self._possible_methods.append("REPORT")
         self._possible_methods.append("SEARCH")
         if not dav_provider.is_readonly():
             self._possible_methods.append("MKCALENDAR")
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+        """Read (bounded) and check the XML body before any handler runs (``xml_input``)."""
+        self._xml_input.prepare(environ)
+        yield from super().__call__(environ, start_response)
 
     def do_OPTIONS(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         result: Iterable[bytes] = super().do_OPTIONS(
@@ -225,7 +231,7 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
                 err_condition=DAVErrorCondition(f"{{{CALDAV_NS}}}calendar-collection-location-ok"),
             )
         self._check_write_permission(parent, "0", environ)
-        body = util.parse_xml_body(environ, allow_empty=True)
+        body = request_xml(environ, allow_empty=True)
         maker(util.get_uri_name(path), body)
         start_response(HTTP_CREATED_STATUS, [("Content-Length", "0")])
         return [b""]
@@ -234,9 +240,7 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         """RFC 5323 SEARCH, answered by the registered handler."""
         if not SEARCH_HANDLERS:
             raise DAVError(HTTP_METHOD_NOT_ALLOWED)
-        body = util.parse_xml_body(environ)
-        if body is None:
-            raise DAVError(HTTP_BAD_REQUEST, "SEARCH needs a body")
+        body = request_xml(environ)
         result: Iterable[bytes] = SEARCH_HANDLERS[0](self, environ, start_response, body)
         return result
 
@@ -244,9 +248,7 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         resource = self._davProvider.get_resource_inst(environ["PATH_INFO"], environ)
         if resource is None:
             raise DAVError(HTTP_NOT_FOUND)
-        body = util.parse_xml_body(environ)
-        if body is None:
-            raise DAVError(HTTP_BAD_REQUEST, "REPORT needs a body")
+        body = request_xml(environ)
         report = REPORTS.get(body.tag)
         if report is None or not report.applies_to(resource):
             raise DAVError(
@@ -257,23 +259,16 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
 
 
 def _rename_propname(environ: dict[str, Any]) -> None:
-    length = util.get_content_length(environ)
-    if length <= 0:
+    root = request_xml(environ, allow_empty=True)
+    if root is None:
         return
-    data = environ["wsgi.input"].read(length)
-    environ["wsgi.input"] = io.BytesIO(data)
-    if b"propname" not in data:
-        return
-    try:
-        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True))
-    except etree.XMLSyntaxError:
-        return  # WsgiDAV answers 400 for it
+    renamed = False
     for child in root:
         if child.tag == "{DAV:}propname":
             child.tag = "{DAV:}name"
-    data = etree.tostring(root)
-    environ["wsgi.input"] = io.BytesIO(data)
-    environ["CONTENT_LENGTH"] = str(len(data))
+            renamed = True
+    if renamed:
+        replace_body(environ, root)
 
 
 def _has_body(environ: dict[str, Any]) -> bool:

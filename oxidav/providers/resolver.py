@@ -9,10 +9,19 @@ from wsgidav.dav_error import HTTP_NOT_FOUND, DAVError
 from wsgidav.request_resolver import RequestResolver
 
 from oxidav.providers.request_server import OxiRequestServer
+from oxidav.providers.xml_input import XmlInput
+
+#: The ``WsgiDAVApp`` configuration key of the ``XmlInput`` (request bodies' limits).
+XML_INPUT = "oxidav_xml_input"
 
 
 class OxiRequestResolver(RequestResolver):  # type: ignore[misc]
-    """Must be the last entry of the middleware stack."""
+    """Must be the last entry of the middleware stack. Request bodies are read with the
+    configuration's ``XML_INPUT`` (defaults if absent)."""
+
+    def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
+        super().__init__(wsgidav_app, next_app, config)
+        self.xml_input: XmlInput = config.get(XML_INPUT) or XmlInput()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         if environ["REQUEST_METHOD"] == "OPTIONS" and environ["PATH_INFO"] == "*":
@@ -21,7 +30,7 @@ class OxiRequestResolver(RequestResolver):  # type: ignore[misc]
         provider = environ["wsgidav.provider"]
         if provider is None:
             raise DAVError(HTTP_NOT_FOUND, f"No resource at {environ['PATH_INFO']!r}")
-        app_iter = OxiRequestServer(provider)(environ, start_response)
+        app_iter = OxiRequestServer(provider, self.xml_input)(environ, start_response)
         yield from app_iter
         close = getattr(app_iter, "close", None)
         if close is not None:
