@@ -3,7 +3,8 @@
 The request path of DESIGN §3, outermost first::
 
     AccessLog                       one line per request
-    RejectBadPaths                  a path that is not UTF-8: 400
+    RejectBadPaths                  a path that is not UTF-8 or climbs above "/": 400;
+                                    dot segments resolved
     Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
                                     public links: /s/<token>, /public.php/webdav and
                                     /public.php/dav/files/<token> (their own WsgiDAVApps:
