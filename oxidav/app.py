@@ -2,14 +2,17 @@
 
 The request path of DESIGN §3, outermost first::
 
-    AccessLog                       one line per request
-    RejectBadPaths                  a path that is not UTF-8: 400
+    AccessLog                       one line per request (with the request id)
+    ResponseGuard                   request id (X-Request-ID), 5xx bodies: status + request id,
+                                    uncaught exceptions logged, every answer framed correctly
+    RejectBadPaths                  a path that is not UTF-8 or climbs above "/": 400;
+                                    dot segments resolved
     Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
                                     public links: /s/<token>, /public.php/webdav and
                                     /public.php/dav/files/<token> (their own WsgiDAVApps:
-                                    ErrorPrinter, PublicLinkMiddleware, resolver)
+                                    OxiErrorPages, PublicLinkMiddleware, resolver)
     WsgiDAVApp                      resolves the provider by path, then its middleware stack:
-      ErrorPrinter                  DAVError -> HTTP response
+      OxiErrorPages                 DAVError / exception -> HTTP response, no details leaked
       OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
       AuthzMiddleware               may this principal touch this path / Destination?
       NextcloudMiddleware           OC-* headers, enrichment, uploads/bulk
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wsgidav.error_printer import ErrorPrinter
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from oxidav.access_log import AccessLog
@@ -30,6 +32,7 @@ from oxidav.authz.domain_controller import OxiDomainController
 from oxidav.authz.link_access import LinkGate
 from oxidav.authz.link_middleware import TOKEN_IN_PATH, PublicLinkMiddleware
 from oxidav.authz.middleware import AuthzMiddleware
+from oxidav.error_pages import OxiErrorPages
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.endpoints import nextcloud_routes
 from oxidav.nextcloud.enrichers import register_share_types
@@ -48,6 +51,7 @@ from oxidav.providers.resolver import XML_INPUT, OxiRequestResolver
 from oxidav.providers.root import DavRootProvider
 from oxidav.providers.xml_input import XmlInput
 from oxidav.request_guard import RejectBadPaths
+from oxidav.response_guard import ResponseGuard
 from oxidav.routes import DISCOVERY_ROUTES, Router
 from oxidav.services import Services
 from oxidav.settings import Settings
@@ -75,7 +79,7 @@ def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
 
 def _middleware_stack() -> list[Any]:
     return [
-        ErrorPrinter,
+        OxiErrorPages,  # in place of WsgiDAV's ErrorPrinter, which shows the exception
         OxiHTTPAuthenticator,
         AuthzMiddleware,
         NextcloudMiddleware,
@@ -123,7 +127,7 @@ def public_dav_config(
     return {
         **dav_config(settings, services),
         "provider_mapping": {share: provider},
-        "middleware_stack": [ErrorPrinter, PublicLinkMiddleware, OxiRequestResolver],
+        "middleware_stack": [OxiErrorPages, PublicLinkMiddleware, OxiRequestResolver],
         "oxidav": {
             "links": gate,
             "services": services,
@@ -156,4 +160,4 @@ def make_app(settings: Settings, services: Services | None = None) -> WSGIApplic
         *nextcloud_routes(services),
         *public_link_routes(settings, services),
     ]
-    return AccessLog(RejectBadPaths(Router(routes, fallback=dav)))
+    return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))))

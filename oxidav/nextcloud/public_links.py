@@ -13,8 +13,9 @@
 
 Opening the link is ``LinkGate.open`` (rate limit, audit). Downloads are not served here: the
 request is handed to the public-link DAV app (``/public.php/webdav``, the files provider), so
-ETag, conditionals and Range come from the one reader every GET uses; this module only adds
-``Content-Disposition: attachment``.
+ETag, conditionals and Range come from the one reader every GET uses (with its
+``oxidav.download_headers``); this module makes every download an attachment under the
+sandbox policy.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ import logging
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs
 
 from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.link_middleware import ENVIRON_LINK
 from oxidav.authz.links import LinkMode, LiveLink
 from oxidav.blobs import BlobChain
+from oxidav.download_headers import SANDBOX_POLICY, attachment
 from oxidav.nextcloud import public_link_html as html
 from oxidav.nextcloud.zip_stream import zip_folder
 from oxidav.providers.urls import PUBLIC_SHARE, PUBLIC_WEBDAV
@@ -44,6 +46,10 @@ COOKIE = "oxidav_link"
 #: Entries one listing page shows at most.
 LISTING_LIMIT = 2000
 _MAX_FORM = 4096
+#: Headers of the DAV reader's answer that a link download sets itself.
+_DOWNLOAD_HEADERS = frozenset(
+    {"content-disposition", "x-content-type-options", "content-security-policy"}
+)
 _REASONS = {
     200: "OK",
     303: "See Other",
@@ -72,11 +78,6 @@ def _cookie(environ: WSGIEnvironment) -> str | None:
 def _wsgi_path(path: str) -> str:
     """A decoded path in the WSGI (latin-1 transported UTF-8) form of PATH_INFO."""
     return path.encode("utf-8").decode("latin-1")
-
-
-def _content_disposition(name: str) -> str:
-    fallback = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in name)
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 class PublicLinkPages:
@@ -230,9 +231,10 @@ class PublicLinkPages:
             nodes = list_subtree(session, link.owner_id, folder)
         headers = [
             ("Content-Type", "application/zip"),
-            ("Content-Disposition", _content_disposition(f"{name or 'download'}.zip")),
+            ("Content-Disposition", attachment(f"{name or 'download'}.zip")),
             ("Cache-Control", "no-store"),
             ("X-Content-Type-Options", "nosniff"),
+            ("Content-Security-Policy", SANDBOX_POLICY),
             ("Referrer-Policy", "no-referrer"),
         ]
         start_response("200 OK", headers)
@@ -265,8 +267,11 @@ class PublicLinkPages:
             status: str, headers: list[tuple[str, str]], exc_info: Any = None
         ) -> Any:
             if status[:3] in ("200", "206"):
-                headers = [*headers, ("Content-Disposition", _content_disposition(name))]
+                # Always an attachment here (the DAV reader makes only active types one).
+                headers = [(k, v) for k, v in headers if k.lower() not in _DOWNLOAD_HEADERS]
+                headers.append(("Content-Disposition", attachment(name)))
                 headers.append(("X-Content-Type-Options", "nosniff"))
+                headers.append(("Content-Security-Policy", SANDBOX_POLICY))
                 headers.append(("Referrer-Policy", "no-referrer"))
             return start_response(status, headers, exc_info)
 

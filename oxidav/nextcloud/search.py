@@ -21,6 +21,7 @@ hrefs and property values are exactly PROPFIND's. An unsupported operator or pro
 from __future__ import annotations
 
 import email.utils
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -138,12 +139,28 @@ def parse(body: etree._Element) -> Query:
     )
 
 
+#: What an integer literal may look like: ASCII digits (``str.isdigit`` also takes "²", which
+#: ``int`` refuses), within the 64-bit range of the columns and of ``LIMIT``.
+_INTEGER = re.compile(r"-?[0-9]{1,19}\Z")
+_INT64 = range(-(2**63), 2**63)
+
+
+def _integer(text: str) -> int | None:
+    """``text`` as a 64-bit integer, or None when it is not one."""
+    text = text.strip()
+    if not _INTEGER.match(text):
+        return None
+    value = int(text)
+    return value if value in _INT64 else None
+
+
 def _count(text: str | None, what: str) -> int | None:
     if text is None or not text.strip():
         return None
-    if not text.strip().isdigit():
-        raise SearchError(f"{what} must be a non-negative integer")
-    return int(text.strip())
+    value = _integer(text)
+    if value is None or value < 0:
+        raise SearchError(f"{what} must be a non-negative 64-bit integer")
+    return value
 
 
 # -- the WHERE expression ------------------------------------------------------------------
@@ -165,15 +182,22 @@ def _literal(expr: etree._Element) -> str:
 
 
 def _timestamp(text: str) -> datetime:
+    """A Unix time or an RFC 1123 date; a 400 for anything else, "inf" and "nan" included, and
+    for times outside what ``datetime`` holds (years 1 to 9999)."""
     text = text.strip()
     try:
-        return datetime.fromtimestamp(float(text), UTC)
+        seconds = float(text)
     except ValueError:
-        pass
+        seconds = None
+    if seconds is not None:
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (ValueError, OverflowError, OSError):
+            raise SearchError(f"not a time in range: {text[:40]!r}") from None
     try:
         return email.utils.parsedate_to_datetime(text).astimezone(UTC)
-    except (TypeError, ValueError):
-        raise SearchError(f"not a time: {text!r}") from None
+    except (TypeError, ValueError, OverflowError, OSError):
+        raise SearchError(f"not a time: {text[:40]!r}") from None
 
 
 def _ordered(column: Any, op: str, value: Any) -> ColumnElement[bool]:
@@ -223,11 +247,13 @@ def _condition(expr: etree._Element, user_id: int) -> ColumnElement[bool]:
     elif name == LAST_MODIFIED:
         return _ordered(Node.mtime, op, _timestamp(literal))
     elif name in (CONTENT_LENGTH, OC_SIZE):
-        if not literal.strip().lstrip("-").isdigit():
-            raise SearchError(f"not a size: {literal!r}")
-        return _ordered(Node.size, op, int(literal))
+        size = _integer(literal)
+        if size is None:
+            raise SearchError(f"not a 64-bit size: {literal[:40]!r}")
+        return _ordered(Node.size, op, size)
     elif name == OC_FILEID and op == "eq":
-        return Node.id == int(literal) if literal.strip().isdigit() else false()
+        file_id = _integer(literal)
+        return Node.id == file_id if file_id is not None else false()
     elif name == OC_FAVORITE and op == "eq":
         starred = exists().where(Favorite.user_id == user_id, Favorite.node_id == Node.id)
         return starred if literal.strip().lower() in ("1", "true", "yes") else not_(starred)

@@ -9,6 +9,8 @@ satisfiable range gives a 206 with Content-Range; several give a ``multipart/byt
 (§14.6), which WsgiDAV cannot produce (it serves only the first range); none satisfiable gives
 416 with ``Content-Range: bytes */size``; an invalid Range header, or one that fails If-Range,
 is ignored (200). The body is read chunk by chunk from the blob chain, so memory stays flat.
+Every answer carries ``oxidav.download_headers`` (nosniff; an active type as a sandboxed
+attachment), here and so through the public-link endpoints that serve with this reader.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
+from oxidav.download_headers import download_headers
 from oxidav.http_connection import SENDS_FILE_REGIONS
 from oxidav.providers.files_context import ENVIRON_NODE
 from oxidav.providers.files_resources import FileResource
@@ -238,12 +241,14 @@ def send_file(
     environ[ENVIRON_NODE] = res.node
     check_conditionals(server, environ, res)
     size = res.get_content_length()
+    content_type = res.get_content_type()
     headers = [
-        ("Content-Type", res.get_content_type()),
+        ("Content-Type", content_type),
         ("Last-Modified", http_date(res.get_last_modified())),
         ("ETag", f'"{res.get_etag()}"'),
         ("Accept-Ranges", "bytes"),
         ("Date", http_date_now()),
+        *download_headers(content_type, res.get_display_name()),
     ]
     ranges = None
     if "HTTP_RANGE" in environ and size > 0 and _if_range_holds(environ, res):

@@ -123,6 +123,45 @@ def test_errors(files: LiveServer) -> None:
     assert _run(files, _search(where), user="bob")[0] == 403
 
 
+def _compare(op: str, prop: str, literal: str) -> str:
+    return f"<d:{op}><d:prop>{prop}</d:prop><d:literal>{literal}</d:literal></d:{op}>"
+
+
+MTIME, SIZE, FILEID = "<d:getlastmodified/>", "<oc:size/>", "<oc:fileid/>"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        _compare("gt", MTIME, "inf"),
+        _compare("gt", MTIME, "-inf"),
+        _compare("gt", MTIME, "nan"),
+        _compare("lt", MTIME, "1e300"),
+        _compare("lt", MTIME, "-99999999999999"),
+        _compare("gt", MTIME, "Mon, 01 Jan 99999 00:00:00 GMT"),
+        _compare("gt", SIZE, "1" * 23),
+        _compare("gt", SIZE, "-" + "9" * 20),
+        _compare("gt", SIZE, "--5"),
+        _compare("gt", SIZE, "\u00b2"),
+    ],
+)
+def test_literals_that_are_not_values_are_400(files: LiveServer, where: str) -> None:
+    status, body = _run(files, _search(where))
+    assert status == 400, body
+    assert b"request id" not in body
+
+
+def test_out_of_range_counts_are_400_and_an_unknown_file_id_matches_nothing(
+    files: LiveServer,
+) -> None:
+    any_name = _compare("like", "<d:displayname/>", "%")
+    for limit in ("1" * 23, "\u0661"):
+        extra = f"<d:limit><d:nresults>{limit}</d:nresults></d:limit>"
+        assert _run(files, _search(any_name, extra=extra))[0] == 400
+    status, body = _run(files, _search(_compare("eq", FILEID, "9" * 23)))
+    assert status == 207 and _hrefs(body) == []
+
+
 def test_options_advertise_search(live_server: LiveServer) -> None:
     response = live_server.request("OPTIONS", f"{DAV}/files/alice/")
     assert "SEARCH" in response.headers["allow"]
