@@ -74,6 +74,15 @@ class Settings:
     default_quota_bytes: int = 0
     #: Largest calendar object / vCard accepted, in bytes.
     max_resource_bytes: int = 10 << 20
+    #: A recurrence may produce at most one instance per this many seconds (averaged over a
+    #: day); denser rules (FREQ=SECONDLY, MINUTELY, ...) are refused at PUT. 1 allows all.
+    caldav_min_recurrence_interval: int = 3600
+    #: Instances one calendar object may generate (COUNT, RDATEs; CALDAV:max-instances) and
+    #: produce for one request.
+    caldav_max_instances: int = 10_000
+    #: Recurrence work (rule periods visited plus instances produced) allowed to one request
+    #: or one PUT validation; beyond it a report answers 507 and a PUT 403.
+    caldav_max_recurrence_work: int = 100_000
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
@@ -152,6 +161,17 @@ def _validate(settings: Settings) -> None:
         ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
+        (
+            "caldav_min_recurrence_interval",
+            settings.caldav_min_recurrence_interval >= 1,
+            "must be at least 1",
+        ),
+        ("caldav_max_instances", settings.caldav_max_instances >= 1, "must be at least 1"),
+        (
+            "caldav_max_recurrence_work",
+            settings.caldav_max_recurrence_work >= 1000,
+            "must be at least 1000",
+        ),
         (
             "log_level",
             settings.log_level.upper() in {"DEBUG", "INFO", "WARNING", "ERROR"},
