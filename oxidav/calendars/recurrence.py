@@ -37,6 +37,9 @@ _MAX_CHUNK = timedelta(days=3660)
 #: Rules are jumped to this much (plus the longest instance) before a window: room for the
 #: floating zone and for recurring-ical-events widening the window by the instance length.
 _JUMP_MARGIN = timedelta(days=2)
+#: Periods a rule may walk at PUT to find its first instance (DAILY: some 54 years, more than
+#: any real gap, e.g. a 29 February that falls on a Monday).
+FIRST_INSTANCE_WORK = 20_000
 
 Time = date | datetime
 
@@ -246,9 +249,9 @@ def validate_recurrence(
     calendar: icalendar.Calendar, name: str, limits: RecurrenceLimits = DEFAULT_LIMITS
 ) -> None:
     """Raise ValueError if the recurrence set of ``calendar`` cannot be computed, and
-    ``RecurrenceBudgetExceeded`` if a rule finds no instance within ``limits.max_work``
+    ``RecurrenceBudgetExceeded`` if a rule finds no instance within ``FIRST_INSTANCE_WORK``
     periods from its DTSTART (a rule that never occurs is recognised that way)."""
-    budget = limits.budget()
+    budget = ExpansionBudget(min(limits.max_work, FIRST_INSTANCE_WORK), limits.max_instances)
     try:
         all_series = list(recurring_ical_events.of(calendar, components=[name]).series)
         for series in all_series:
