@@ -10,7 +10,7 @@ index columns or raises the ``CalendarError`` naming the precondition that faile
   types or several UIDs, a missing UID, two components for the same RECURRENCE-ID, a
   recurrence denser than one instance per ``min_interval`` seconds, a rule that finds no
   instance within the work budget (one that never occurs);
-- ``max-instances``: a COUNT, or more RDATE values, beyond ``max_instances``;
+- ``max-instances``: a COUNT, or more RDATE values or overrides, beyond ``max_instances``;
 - ``supported-calendar-component``: a component type the calendar does not accept;
 - ``min-date-time`` / ``max-date-time``: a date outside the server's range.
 """
@@ -198,7 +198,12 @@ def instances_per_day(rule: Any) -> int:
 def _check_recurrence_limits(
     calendar: icalendar.Calendar, component_type: str, limits: RecurrenceLimits
 ) -> None:
-    """Density, COUNT and RDATE limits, read from the rules without expanding them."""
+    """Density, COUNT, RDATE and override limits, read from the rules without expanding them."""
+    overrides = sum(1 for c in calendar.subcomponents if "RECURRENCE-ID" in c)
+    if overrides > limits.max_instances:
+        raise TooManyInstances(
+            f"more than {limits.max_instances} overridden instances (caldav_max_instances)"
+        )
     for component in calendar.subcomponents:
         if component.name != component_type:
             continue
