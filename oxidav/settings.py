@@ -93,6 +93,15 @@ class Settings:
     #: Largest XML request body (PROPFIND, PROPPATCH, LOCK, REPORT, SEARCH, MKCOL, MKCALENDAR)
     #: accepted, in bytes; a larger one is refused with 413.
     max_xml_body_bytes: int = 1 << 20
+    #: A recurrence may produce at most one instance per this many seconds (averaged over a
+    #: day); denser rules (FREQ=SECONDLY, MINUTELY, ...) are refused at PUT. 1 allows all.
+    caldav_min_recurrence_interval: int = 3600
+    #: Instances one calendar object may generate (COUNT, RDATEs; CALDAV:max-instances) and
+    #: produce for one request.
+    caldav_max_instances: int = 10_000
+    #: Recurrence work (rule periods visited plus instances produced) allowed to one request
+    #: or one PUT validation; beyond it a report answers 507 and a PUT 403.
+    caldav_max_recurrence_work: int = 100_000
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
@@ -201,6 +210,17 @@ def _validate(settings: Settings) -> None:
             "max_xml_body_bytes",
             1024 <= settings.max_xml_body_bytes <= 64 << 20,
             "must be between 1 KiB and 64 MiB",
+        ),
+        (
+            "caldav_min_recurrence_interval",
+            settings.caldav_min_recurrence_interval >= 1,
+            "must be at least 1",
+        ),
+        ("caldav_max_instances", settings.caldav_max_instances >= 1, "must be at least 1"),
+        (
+            "caldav_max_recurrence_work",
+            settings.caldav_max_recurrence_work >= 1000,
+            "must be at least 1000",
         ),
         (
             "log_level",

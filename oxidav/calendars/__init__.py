@@ -3,6 +3,7 @@
 - ``validation``: what a calendar object resource must be before it is stored.
 - ``index``: the component type, UID and UTC time bounds that are indexed for queries.
 - ``recurrence``: instances of recurring components; ``timerange``: RFC 4791 §9.9 overlaps.
+- ``rules``: recurrence rules under a work budget, jumped close to a window; the limits.
 - ``filters`` (the calendar-query filter as data) and ``evaluate`` (its exact evaluation).
 - ``caldata``: calendar-data in reports: partial data, expand, limit-recurrence-set.
 - ``freebusy``: the free-busy-query report.

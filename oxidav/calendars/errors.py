@@ -120,3 +120,19 @@ class AlreadyExists(Exception):
     """A calendar (or object) of that name exists already (MKCALENDAR: 405, RFC 4791 §5.3.1)."""
 
     status = 405
+
+
+class TooManyInstances(CalendarError):
+    """CALDAV:max-instances (§5.3.2.1): the object would generate more recurrence instances
+    than the server allows (a COUNT or RDATEs beyond ``caldav_max_instances``)."""
+
+    condition = caldav("max-instances")
+
+
+class RecurrenceBudgetExceeded(CalendarError):
+    """Expanding the recurrences a request needs takes more work, or more instances of one
+    object, than the server allows; answered 507 with DAV:number-of-matches-within-limits
+    (RFC 5323 §5.17) as for a result set the server will not produce whole."""
+
+    status = 507
+    condition = "{DAV:}number-of-matches-within-limits"

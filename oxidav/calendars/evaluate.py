@@ -24,6 +24,7 @@ from icalendar.prop import vCategory
 from oxidav.calendars.collations import text_matches
 from oxidav.calendars.filters import CompFilter, ParamFilter, PropFilter, TextMatch, TimeRange
 from oxidav.calendars.recurrence import Instance, instances, max_duration, single_instance
+from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget
 from oxidav.calendars.timerange import alarm_overlaps, instance_overlaps, property_overlaps
 from oxidav.calendars.timeutil import FLOATING_SLACK
 
@@ -105,9 +106,16 @@ def _first_time_range(cf: CompFilter) -> TimeRange | None:
 class FilterEvaluator:
     """Evaluates filters for one query: ``floating`` is the zone of DATEs and floating times."""
 
-    def __init__(self, floating: tzinfo = UTC, max_instances: int = MAX_INSTANCES) -> None:
+    def __init__(
+        self,
+        floating: tzinfo = UTC,
+        max_instances: int = MAX_INSTANCES,
+        budget: ExpansionBudget | None = None,
+    ) -> None:
         self.floating = floating
         self.max_instances = max_instances
+        #: Shared by every object this evaluator tests: the request's recurrence budget.
+        self.budget = budget if budget is not None else DEFAULT_LIMITS.budget()
 
     def matches(self, calendar: Component, root: CompFilter) -> bool:
         """Whether the calendar object ``calendar`` (a VCALENDAR) passes ``root``."""
@@ -147,7 +155,7 @@ class FilterEvaluator:
         if not cf.has_time_range:
             return any(self._static(c, cf) for c in comps)
         static_ok: dict[int, bool] = {}
-        for count, instance in enumerate(instances(comps, self._window(cf, comps))):
+        for count, instance in enumerate(instances(comps, self._window(cf, comps), self.budget)):
             if count >= self.max_instances:
                 return False
             key = id(instance.component)

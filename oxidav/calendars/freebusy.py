@@ -16,6 +16,7 @@ import icalendar
 
 from oxidav.calendars.filters import TimeRange
 from oxidav.calendars.recurrence import instances, max_duration
+from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget
 from oxidav.calendars.timerange import freebusy_periods, instance_overlaps, instance_span
 from oxidav.calendars.timeutil import FLOATING_SLACK, format_utc
 
@@ -32,9 +33,13 @@ def _clip(start: datetime, end: datetime, rng: TimeRange) -> Period | None:
 
 
 def busy_periods(
-    calendar: icalendar.cal.Component, rng: TimeRange, floating: tzinfo
+    calendar: icalendar.cal.Component,
+    rng: TimeRange,
+    floating: tzinfo,
+    budget: ExpansionBudget | None = None,
 ) -> list[tuple[datetime, datetime, str]]:
-    """The (start, end, FBTYPE) busy periods one calendar object contributes to ``rng``."""
+    """The (start, end, FBTYPE) busy periods one calendar object contributes to ``rng``;
+    recurrence work is charged to ``budget``."""
     result: list[tuple[datetime, datetime, str]] = []
     events = [c for c in calendar.subcomponents if c.name == "VEVENT"]
     if events:
@@ -43,7 +48,7 @@ def busy_periods(
             rng.start - pad if rng.start is not None else None,
             rng.end + FLOATING_SLACK if rng.end is not None else None,
         )
-        for instance in instances(events, window):
+        for instance in instances(events, window, budget):
             component = instance.component
             if str(component.get("TRANSP", "OPAQUE")).upper() == "TRANSPARENT":
                 continue
@@ -79,12 +84,17 @@ BusyTime = dict[str, list[Period]]
 
 
 def collect_busy(
-    calendars: Iterable[icalendar.cal.Component], rng: TimeRange, floating: tzinfo = UTC
+    calendars: Iterable[icalendar.cal.Component],
+    rng: TimeRange,
+    floating: tzinfo = UTC,
+    budget: ExpansionBudget | None = None,
 ) -> BusyTime:
-    """Busy periods of ``calendars`` (calendar objects) in ``rng``, by FBTYPE, unmerged."""
+    """Busy periods of ``calendars`` (calendar objects) in ``rng``, by FBTYPE, unmerged; one
+    ``budget`` (default limits if None) for the recurrences of all of them."""
     by_type: BusyTime = defaultdict(list)
+    budget = budget if budget is not None else DEFAULT_LIMITS.budget()
     for calendar in calendars:
-        for start, end, fbtype in busy_periods(calendar, rng, floating):
+        for start, end, fbtype in busy_periods(calendar, rng, floating, budget):
             by_type[fbtype].append((start, end))
     return dict(by_type)
 

@@ -16,7 +16,9 @@ from typing import Any
 import icalendar
 from dateutil.rrule import rrulestr  # type: ignore[import-untyped]
 
+from oxidav.calendars.errors import RecurrenceBudgetExceeded
 from oxidav.calendars.recurrence import is_recurring, natural_end
+from oxidav.calendars.rules import DEFAULT_LIMITS, budgeted
 from oxidav.calendars.timeutil import FLOATING_SLACK, is_date, to_utc
 
 #: A COUNT larger than this is indexed as unbounded instead of being enumerated.
@@ -109,8 +111,11 @@ def _rule_last_start(rule_text: str, start: date | datetime) -> date | datetime 
         return None
     dtstart = datetime(start.year, start.month, start.day) if is_date(start) else start
     last: datetime | None = None
-    for occurrence in rrulestr(rule_text, dtstart=dtstart):
-        last = occurrence
+    try:
+        for occurrence in budgeted(rrulestr(rule_text, dtstart=dtstart), DEFAULT_LIMITS.budget()):
+            last = occurrence
+    except RecurrenceBudgetExceeded:
+        return None  # too costly to enumerate: index it as unbounded
     return last
 
 

@@ -5,7 +5,10 @@ An ``Instance`` is one occurrence of a component: the component it takes its pro
 Recurrence (RRULE, RDATE, EXDATE, RECURRENCE-ID overrides, RANGE=THISANDFUTURE, floating
 times and TZIDs) is computed by recurring-ical-events; this module only asks it for
 occurrences in a window, lazily and chunk by chunk so that an open-ended query over an
-infinite rule stops at the first instance the caller accepts.
+infinite rule stops at the first instance the caller accepts. Before each chunk the dateutil
+rules are replaced by budgeted ones jumped to just before it (``rules``), so the work is
+proportional to the chunk, not to its distance from DTSTART, and is charged to the request's
+``ExpansionBudget``. Nothing is cached here: every call builds its own series.
 
 The windows passed in are *candidate* windows, already widened by the caller; the exact RFC
 4791 §9.9 overlap test is done by ``timerange`` on each instance.
@@ -13,8 +16,7 @@ The windows passed in are *candidate* windows, already widened by the caller; th
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -23,6 +25,8 @@ from typing import Any
 import icalendar
 import recurring_ical_events
 
+from oxidav.calendars.errors import RecurrenceBudgetExceeded
+from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget, RecurrenceLimits, jumped
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, is_date, to_utc
 
 #: Components that can recur (RFC 5545 §3.8.5).
@@ -30,6 +34,12 @@ RECURRING_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL"})
 
 _FIRST_CHUNK = timedelta(days=62)
 _MAX_CHUNK = timedelta(days=3660)
+#: Rules are jumped to this much (plus the longest instance) before a window: room for the
+#: floating zone and for recurring-ical-events widening the window by the instance length.
+_JUMP_MARGIN = timedelta(days=2)
+#: Periods a rule may walk at PUT to find its first instance (DAILY: some 54 years, more than
+#: any real gap, e.g. a 29 February that falls on a Monday).
+FIRST_INSTANCE_WORK = 20_000
 
 Time = date | datetime
 
@@ -153,53 +163,55 @@ def _instance_of(occurrence: Any, name: str) -> Instance:
     return Instance(component, start, end, recurrence_id)
 
 
-class _SeriesCache:
-    """Recurrence sets already built, per group of components (by identity).
-
-    Building one parses the RRULEs; the parsed rules also cache the instances they generated.
-    Parsed calendars are shared read-only (``storage.ParsedCache``), so the same component
-    objects come back for the same stored object and the built series can be reused. Entries
-    hold their components, so an id is never reused while its entry lives.
-    """
-
-    def __init__(self, size: int = 2048) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple[int, ...], tuple[list[Any], Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def query(self, group: list[icalendar.cal.Component], name: str) -> Any:
-        key = tuple(id(c) for c in group)
-        with self._lock:
-            entry = self._items.get(key)
-            if entry is not None:
-                self._items.move_to_end(key)
-                return entry[1]
-        holder = icalendar.Calendar()
-        for component in group:
-            holder.add_component(component)
-        query = recurring_ical_events.of(holder, components=[name])
-        with self._lock:
-            self._items[key] = (list(group), query)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return query
+def _series(group: list[icalendar.cal.Component], name: str) -> list[Any]:
+    """The recurrence-ical-events series of ``group``, built for this call only (a series
+    is cheap to build; its rules are replaced per window, so it is never shared)."""
+    holder = icalendar.Calendar()
+    for component in group:
+        holder.add_component(component)
+    return list(recurring_ical_events.of(holder, components=[name]).series)
 
 
-_SERIES = _SeriesCache()
+def _rules_for(series: Any, before: datetime, budget: ExpansionBudget) -> None:
+    """Replace the dateutil rules of ``series`` (recurring-ical-events keeps the RDATEs in
+    the first entry of ``recurrence.rrules``, one rule per RRULE after it) by budgeted rules
+    jumped to just before ``before``."""
+    recurrence: Any = getattr(series, "recurrence", None)
+    rules = getattr(recurrence, "rrules", None)
+    if not rules:
+        return
+    originals = getattr(recurrence, "_oxidav_rules", None)
+    if originals is None:
+        originals = rules[1:]
+        recurrence._oxidav_rules = originals
+    jumped_rules = [jumped(rule, before, budget) for rule in originals]
+    recurrence.rrules = [rules[0], *(rule for rule in jumped_rules if rule is not None)]
 
 
 def _expand(
-    group: list[icalendar.cal.Component], name: str, start: datetime, end: datetime
+    group: list[icalendar.cal.Component],
+    name: str,
+    start: datetime,
+    end: datetime,
+    budget: ExpansionBudget,
 ) -> Iterator[Instance]:
-    query = _SERIES.query(group, name)
+    all_series = _series(group, name)
+    lead = max_duration(group) + _JUMP_MARGIN
     seen: set[tuple[int, Time]] = set()
     for chunk_start, chunk_end in _chunks(start, end):
         found: list[Instance] = []
-        for series in query.series:
+        for series in all_series:
+            _rules_for(series, chunk_start - lead, budget)
             for occurrence in series.between(chunk_start, chunk_end):
                 key = (id(occurrence._adapter), occurrence.start)
                 if key not in seen:
                     seen.add(key)
+                    budget.spend()
+                    if len(seen) > budget.max_instances:
+                        raise RecurrenceBudgetExceeded(
+                            f"more than {budget.max_instances} instances of one object"
+                            " (caldav_max_instances)"
+                        )
                     found.append(_instance_of(occurrence, name))
         found.sort(key=Instance.sort_key)
         yield from found
@@ -208,13 +220,18 @@ def _expand(
 def instances(
     components: Iterable[icalendar.cal.Component],
     window: tuple[datetime | None, datetime | None],
+    budget: ExpansionBudget | None = None,
 ) -> Iterator[Instance]:
     """The instances of ``components`` (all of one type) whose span may touch ``window``.
 
     Recurrence sets are expanded within the window (an open bound is replaced by the server's
     min/max-date-time); non-recurring components are yielded whole, without a window test.
-    Instances of one recurrence set come in start order.
+    Instances of one recurrence set come in start order. The work is charged to ``budget``
+    (a fresh one of the default limits if None); ``RecurrenceBudgetExceeded`` when it runs
+    out or one object yields more than its ``max_instances``.
     """
+    if budget is None:
+        budget = DEFAULT_LIMITS.budget()
     groups: dict[str, list[icalendar.cal.Component]] = defaultdict(list)
     for component in components:
         groups[str(component.get("UID", ""))].append(component)
@@ -225,15 +242,25 @@ def instances(
         if not masters:
             yield from (single_instance(c) for c in group)
             continue
-        yield from _expand(group, str(masters[0].name), start, end)
+        yield from _expand(group, str(masters[0].name), start, end, budget)
 
 
-def validate_recurrence(calendar: icalendar.Calendar, name: str) -> None:
-    """Raise ValueError if the recurrence set of ``calendar`` cannot be computed."""
+def validate_recurrence(
+    calendar: icalendar.Calendar, name: str, limits: RecurrenceLimits = DEFAULT_LIMITS
+) -> None:
+    """Raise ValueError if the recurrence set of ``calendar`` cannot be computed, and
+    ``RecurrenceBudgetExceeded`` if a rule finds no instance within ``FIRST_INSTANCE_WORK``
+    periods from its DTSTART (a rule that never occurs is recognised that way)."""
+    budget = ExpansionBudget(min(limits.max_work, FIRST_INSTANCE_WORK), limits.max_instances)
     try:
-        query = recurring_ical_events.of(calendar, components=[name])
-        for series in query.series:
+        all_series = list(recurring_ical_events.of(calendar, components=[name]).series)
+        for series in all_series:
+            _rules_for(series, MIN_DATE_TIME, budget)
             for _ in series.between(MIN_DATE_TIME, MIN_DATE_TIME + timedelta(days=1)):
                 break
+            for rule in getattr(getattr(series, "recurrence", None), "rrules", [])[1:]:
+                next(iter(rule), None)
+    except RecurrenceBudgetExceeded:
+        raise
     except Exception as exc:  # the library raises many kinds on malformed rules
         raise ValueError(f"recurrence cannot be computed: {exc}") from exc

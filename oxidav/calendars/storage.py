@@ -32,6 +32,7 @@ from oxidav.calendars.errors import (
 from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.filters import CompFilter, TimeRange
 from oxidav.calendars.freebusy import BusyTime, collect_busy, format_freebusy
+from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.timeutil import timezone_from_ical
 from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
 from oxidav.db import Database, utcnow
@@ -175,9 +176,15 @@ def _valid_segment(name: str) -> bool:
 class CalendarStore:
     """Calendars of all users, on one ``Database``."""
 
-    def __init__(self, db: Database, max_resource_bytes: int = 10 << 20) -> None:
+    def __init__(
+        self,
+        db: Database,
+        max_resource_bytes: int = 10 << 20,
+        recurrence: RecurrenceLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.db = db
         self.max_resource_bytes = max_resource_bytes
+        self.recurrence = recurrence
 
     # -- calendars ------------------------------------------------------------------------------
 
@@ -344,7 +351,10 @@ class CalendarStore:
         if not _valid_segment(name):
             raise ValueError(f"invalid object name {name!r}")
         valid = validate_object(
-            data, allowed_components=calendar.components, max_size=self.max_resource_bytes
+            data,
+            allowed_components=calendar.components,
+            max_size=self.max_resource_bytes,
+            limits=self.recurrence,
         )
         etag = make_etag(data)
         try:
@@ -503,7 +513,9 @@ class CalendarStore:
     ) -> list[StoredObject]:
         """calendar-query (RFC 4791 §7.8): the objects whose data match ``root`` exactly."""
         component_type, rng = _prefilter(root)
-        evaluator = FilterEvaluator(floating or calendar.floating_tz)
+        evaluator = FilterEvaluator(
+            floating or calendar.floating_tz, budget=self.recurrence.budget()
+        )
         return [
             obj
             for obj in self.candidates(calendar.id, component_type, rng)
@@ -518,7 +530,7 @@ class CalendarStore:
             calendar.id, "VFREEBUSY", rng
         )
         zone = floating or calendar.floating_tz
-        return collect_busy((obj.parsed() for obj in objects), rng, zone)
+        return collect_busy((obj.parsed() for obj in objects), rng, zone, self.recurrence.budget())
 
     def free_busy(
         self, calendar: CalendarInfo, rng: TimeRange, floating: tzinfo | None = None

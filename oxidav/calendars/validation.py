@@ -7,13 +7,17 @@ index columns or raises the ``CalendarError`` naming the precondition that faile
 - ``valid-calendar-data``: not UTF-8, not one VCALENDAR, unparseable values, a VERSION other
   than 2.0, a recurrence that cannot be computed, DTEND before DTSTART, DTEND with DURATION;
 - ``valid-calendar-object-resource``: METHOD present, no component, components of several
-  types or several UIDs, a missing UID, two components for the same RECURRENCE-ID;
+  types or several UIDs, a missing UID, two components for the same RECURRENCE-ID, a
+  recurrence denser than one instance per ``min_interval`` seconds, a rule that finds no
+  instance within the work budget (one that never occurs);
+- ``max-instances``: a COUNT, or more RDATE values or overrides, beyond ``max_instances``;
 - ``supported-calendar-component``: a component type the calendar does not accept;
 - ``min-date-time`` / ``max-date-time``: a date outside the server's range.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,11 +30,14 @@ from oxidav.calendars.errors import (
     DateTooLate,
     InvalidCalendarData,
     InvalidCalendarObject,
+    RecurrenceBudgetExceeded,
     ResourceTooLarge,
+    TooManyInstances,
     UnsupportedComponent,
 )
 from oxidav.calendars.index import time_bounds
 from oxidav.calendars.recurrence import RECURRING_COMPONENTS, validate_recurrence
+from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, to_utc
 
 #: Component types a calendar object resource may hold (besides VTIMEZONE).
@@ -157,8 +164,77 @@ def _check_components(calendar: icalendar.Calendar) -> tuple[str, str]:
     return component_type, uid
 
 
+_SECONDS = {"SECONDLY": 1, "MINUTELY": 60, "HOURLY": 3600}
+_FINENESS = {"SECONDLY": 0, "MINUTELY": 1, "HOURLY": 2}
+
+
+def _list(rule: Any, part: str) -> list[Any]:
+    values = rule.get(part) or []
+    return list(values) if isinstance(values, list | tuple) else [values]
+
+
+def instances_per_day(rule: Any) -> int:
+    """An upper bound of the instances one RRULE (an icalendar ``vRecur``) produces in a day:
+    the distinct times of day its BYHOUR/BYMINUTE/BYSECOND allow, and for a sub-daily FREQ
+    also its periods per day times the expansions finer than FREQ."""
+    freq = str((_list(rule, "FREQ") or ["DAILY"])[0]).upper()
+    interval = max(1, int((_list(rule, "INTERVAL") or [1])[0]))
+    hours, minutes, seconds = (len(set(_list(rule, p))) for p in ("BYHOUR", "BYMINUTE", "BYSECOND"))
+    fineness = _FINENESS.get(freq, 3)
+    times_of_day = (
+        (hours or (24 if fineness <= 2 else 1))
+        * (minutes or (60 if fineness <= 1 else 1))
+        * (seconds or (60 if fineness == 0 else 1))
+    )
+    if freq not in _SECONDS:
+        return times_of_day
+    periods = math.ceil(86400 / (interval * _SECONDS[freq]))
+    expansion = (seconds if fineness >= 1 and seconds else 1) * (
+        minutes if fineness >= 2 and minutes else 1
+    )
+    return min(times_of_day, periods * expansion)
+
+
+def _check_recurrence_limits(
+    calendar: icalendar.Calendar, component_type: str, limits: RecurrenceLimits
+) -> None:
+    """Density, COUNT, RDATE and override limits, read from the rules without expanding them."""
+    overrides = sum(1 for c in calendar.subcomponents if "RECURRENCE-ID" in c)
+    if overrides > limits.max_instances:
+        raise TooManyInstances(
+            f"more than {limits.max_instances} overridden instances (caldav_max_instances)"
+        )
+    for component in calendar.subcomponents:
+        if component.name != component_type:
+            continue
+        rules = component.get("RRULE")
+        rules = rules if isinstance(rules, list) else [] if rules is None else [rules]
+        per_day = sum(instances_per_day(rule) for rule in rules)
+        if per_day * limits.min_interval > 86400:
+            raise InvalidCalendarObject(
+                f"recurrence of up to {per_day} instances a day is denser than one per"
+                f" {limits.min_interval} s (caldav_min_recurrence_interval)"
+            )
+        for rule in rules:
+            count = _list(rule, "COUNT")
+            if count and int(count[0]) > limits.max_instances:
+                raise TooManyInstances(
+                    f"COUNT beyond {limits.max_instances} instances (caldav_max_instances)"
+                )
+        rdates = component.get("RDATE")
+        rdates = rdates if isinstance(rdates, list) else [] if rdates is None else [rdates]
+        if sum(len(getattr(prop, "dts", [])) for prop in rdates) > limits.max_instances:
+            raise TooManyInstances(
+                f"more than {limits.max_instances} RDATE values (caldav_max_instances)"
+            )
+
+
 def validate_object(
-    data: bytes, *, allowed_components: Collection[str], max_size: int
+    data: bytes,
+    *,
+    allowed_components: Collection[str],
+    max_size: int,
+    limits: RecurrenceLimits = DEFAULT_LIMITS,
 ) -> ValidObject:
     """Parse and check one calendar object resource sent with PUT."""
     if len(data) > max_size:
@@ -172,8 +248,13 @@ def validate_object(
         raise UnsupportedComponent(f"this calendar does not accept {component_type}")
     if component_type in RECURRING_COMPONENTS:
         try:
-            validate_recurrence(calendar, component_type)
+            _check_recurrence_limits(calendar, component_type, limits)
+            validate_recurrence(calendar, component_type, limits)
             first, last = time_bounds(calendar, component_type)
+        except RecurrenceBudgetExceeded as exc:
+            raise InvalidCalendarObject(
+                f"a recurrence rule finds no instance within the server's budget: {exc}"
+            ) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise InvalidCalendarData(str(exc)) from None
     else:

@@ -14,6 +14,7 @@ from typing import Any
 from wsgidav.dav_error import DAVError
 
 from oxidav.calendars.errors import CALDAV_NS, CalendarError, PreconditionFailed
+from oxidav.calendars.rules import RecurrenceLimits
 from oxidav.calendars.storage import CalendarStore
 from oxidav.db import Database
 from oxidav.providers import dav_xml
@@ -78,7 +79,15 @@ class CalendarBackend(HomeBackend):
 
     def __init__(self, db: Database, settings: Settings) -> None:
         super().__init__(db, settings)
-        self.store = CalendarStore(db, max_resource_bytes=settings.max_resource_bytes)
+        self.store = CalendarStore(
+            db,
+            max_resource_bytes=settings.max_resource_bytes,
+            recurrence=RecurrenceLimits(
+                min_interval=settings.caldav_min_recurrence_interval,
+                max_instances=settings.caldav_max_instances,
+                max_work=settings.caldav_max_recurrence_work,
+            ),
+        )
 
     def create_default(self, user_id: int) -> None:
         """``personal``, if the user has no calendar at all (DESIGN §4)."""

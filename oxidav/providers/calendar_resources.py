@@ -347,7 +347,10 @@ class CalendarObjectResource(TextObjectResource):
         stored = self.stored()
         if request.is_plain:
             return stored.data
-        return render_calendar_data(stored.data, stored.parsed(), request, floating)
+        try:
+            return render_calendar_data(stored.data, stored.parsed(), request, floating)
+        except CalendarError as exc:  # e.g. an expand beyond the recurrence budget
+            raise dav_error(exc) from None
 
     def get_content_type(self) -> str:
         return f"{CALENDAR_CONTENT_TYPE}; component={self.row.component_type.lower()}"
