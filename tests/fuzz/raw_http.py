@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import socket
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 
 TIMEOUT = 8.0
@@ -157,10 +158,9 @@ def exchange(
     sending side after the request (for bodies shorter than announced): the server may then
     answer or close, but must not answer 5xx or mis-frame."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
+        # A server that refuses early may close before all is sent: its answer is still read.
+        with suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(request)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server refused early and closed: its answer is still to be read
         reader = _Reader(sock)
         if half_close:
             sock.shutdown(socket.SHUT_WR)

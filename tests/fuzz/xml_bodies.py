@@ -252,6 +252,9 @@ def _multiget(draw: st.DrawFn, root: str, data: str) -> str:
     return f"<{root} {_XMLNS}><D:prop>{props}{data}</D:prop>{hrefs}</{root}>"
 
 
+_match_types = st.sampled_from(["equals", "contains", "starts-with", "ends-with", "x"])
+
+
 @st.composite
 def _addressbook_query(draw: st.DrawFn) -> str:
     filters = []
@@ -259,7 +262,7 @@ def _addressbook_query(draw: st.DrawFn) -> str:
         filters.append(
             f"<A:prop-filter name={quoteattr(draw(_words))} test={quoteattr(draw(_words))}>"
             f"<A:text-match collation={quoteattr(draw(_words))} "
-            f"match-type={quoteattr(draw(st.sampled_from(['equals', 'contains', 'starts-with', 'ends-with', 'x'])))}>"
+            f"match-type={quoteattr(draw(_match_types))}>"
             f"{_text(draw(_values))}</A:text-match>"
             f"<A:param-filter name={quoteattr(draw(_words))}><A:is-not-defined/></A:param-filter>"
             f"</A:prop-filter>"
