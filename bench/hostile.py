@@ -7,9 +7,9 @@ the server's VmRSS from /proc every 50 ms and a prober sends a normal authentica
 (PROPFIND Depth:0 of alice's files, fresh connection, 5 s client timeout) every 200 ms. The
 table gives, per attack, the peak RSS growth during the attack and one second after it, the RSS
 growth left once it is over, the slowest normal request (a probe that got no answer within its
-timeout counts as that timeout) and a note (the statuses the attack got). Targets: RSS growth
-at most 32 MiB, every normal request answered within 1 s; the exit status is 1 if any attack
-misses one or gets a 5xx.
+timeout counts as that timeout), how long the attack's own requests took, and a note (the
+statuses the attack got). Targets: RSS growth at most 32 MiB, every normal request answered
+within 1 s; the exit status is 1 if any attack misses one or gets a 5xx.
 
 ``--src DIR`` runs the ``oxidav`` package found in DIR (e.g. another checkout, for BEFORE and
 AFTER), ``--rev REV`` the package of a git revision of this repository (exported as
@@ -382,6 +382,7 @@ class Figures:
     left_mib: float = 0.0
     slowest_s: float = 0.0
     probes: int = 0
+    attack_s: float = 0.0
     note: str = ""
     samples: list[int] = field(default_factory=list)
 
@@ -433,10 +434,12 @@ def measure(name: str, source: Path | None) -> Figures:
         ]
         for thread in threads:
             thread.start()
+        started = time.monotonic()
         try:
             figures.note = ATTACKS[name](target)
         except OSError as exc:
             figures.note = f"attack ended: {type(exc).__name__}"
+        figures.attack_s = time.monotonic() - started
         time.sleep(1)
         running.clear()
         for thread in threads:
@@ -453,12 +456,13 @@ def _table(rows: list[Figures]) -> str:
         f"targets: RSS growth ≤ {RSS_TARGET_MIB:.0f} MiB, "
         f"normal request ≤ {LATENCY_TARGET_S:.0f} s, no 5xx",
         f"{'attack':<15} {'peak RSS +MiB':>13} {'left +MiB':>9} {'slowest normal':>14} "
-        f"{'probes':>6}  ok  note",
+        f"{'probes':>6} {'attack':>8}  ok  note",
     ]
     for row in rows:
         lines.append(
             f"{row.name:<15} {row.peak_mib:>13.1f} {row.left_mib:>9.1f} {row.slowest_s:>12.2f} s "
-            f"{row.probes:>6}  {'yes' if row.passed else 'NO ':<3} {row.note}"
+            f"{row.probes:>6} {row.attack_s:>6.1f} s  {'yes' if row.passed else 'NO':<3} "
+            f"{row.note}"
         )
     return "\n".join(lines)
 
