@@ -291,9 +291,10 @@ def multiget_duplicates(target: Target) -> str:
 
 
 def repeated_dead_property(target: Target) -> str:
-    """A 1 MiB dead property, then a PROPFIND naming it 60 times."""
+    """A 60,000-byte dead property (under the size cap), then a PROPFIND naming it 1000 times
+    (a 9 KB request)."""
     target.request("PUT", FILES + "p.txt", b"p")
-    value = "v" * (1 << 20)
+    value = "v" * 60_000
     patch = (
         '<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:bench"><D:set><D:prop>'
         f"<Z:big>{value}</Z:big></D:prop></D:set></D:propertyupdate>"
@@ -301,7 +302,7 @@ def repeated_dead_property(target: Target) -> str:
     patched = _status_or_timeout(lambda: target.request("PROPPATCH", FILES + "p.txt", patch))
     body = (
         '<D:propfind xmlns:D="DAV:" xmlns:Z="urn:bench"><D:prop>'
-        + "<Z:big/>" * 60
+        + "<Z:big/>" * 1000
         + "</D:prop></D:propfind>"
     ).encode()
     try:
