@@ -14,10 +14,11 @@ example goes through ``Fuzz.send``, which asserts the suite's properties:
   before and after.
 
 Profiles (hypothesis settings): ``ci`` (default; 30 examples a test, derandomized so CI is
-reproducible), ``explore`` (``ci`` without the pinned ``@example`` reproducers, to look
-past a known failure) and ``long`` (2000 examples, random), chosen by ``OXIDAV_FUZZ_PROFILE`` or by
-running with ``-m fuzz``, e.g. ``pytest tests/fuzz -m fuzz``: the ``fuzz`` marker selects the
-long run and is deselected by default like ``slow``.
+reproducible), ``explore`` (``ci`` without the pinned ``@example`` reproducers, to look past a
+known failure) and ``long`` (random; 2000 examples a test, or ``OXIDAV_FUZZ_EXAMPLES``). The
+profile is ``OXIDAV_FUZZ_PROFILE``, else ``long`` when the run selects the ``fuzz`` marker
+(``pytest tests/fuzz -m fuzz``), else ``ci``: a default run (``-m "not slow"``) runs the suite
+CI-sized.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=2000,
+    max_examples=int(os.environ.get("OXIDAV_FUZZ_EXAMPLES", "2000")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
