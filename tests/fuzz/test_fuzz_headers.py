@@ -4,7 +4,7 @@ tests/fuzz/conftest.py."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz.conftest import FILES, Fuzz
@@ -120,6 +120,7 @@ METHODS = ["GET", "HEAD", "PUT", "PROPFIND", "DELETE", "MOVE", "COPY", "LOCK", "
     headers=_header_sets,
     target=st.sampled_from(["file", "folder"]),
 )
+@example(method="MOVE", headers={"Destination": "http://[::1"}, target="file")  # was 500
 def test_headers(fuzz: Fuzz, method: str, headers: dict[str, str], target: str) -> None:
     path = fuzz.fresh(target)
     if method == "MKCOL":

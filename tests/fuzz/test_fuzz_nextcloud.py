@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import quote
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz.conftest import FILES, UPLOADS, Fuzz
@@ -142,6 +142,7 @@ _step = st.one_of(
     session=st.sampled_from(["s1", "2", "..", "%2e%2e", "a%2fb", "x" * 200]) | _junk,
     steps=st.lists(_step, min_size=1, max_size=4),
 )
+@example(session="..", steps=[("PUT", "", {})])  # a PUT of the uploads root: was 500
 def test_chunked_upload_sequences(
     fuzz: Fuzz, session: str, steps: list[tuple[str, str, dict[str, str]]]
 ) -> None:
