@@ -30,6 +30,10 @@ COMMENT_IN_PROP = (
     b'<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><!-- c --></D:prop></D:set>'
     b"</D:propertyupdate>"
 )
+ENTITY_IN_PROPFIND = (
+    b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><D:propfind xmlns:D="DAV:">'
+    b"<D:prop><D:getetag/>&x;</D:prop></D:propfind>"
+)
 ENTITY_LOCK = (
     b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/hostname">]>'
     b'<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>'
@@ -42,6 +46,7 @@ ENTITY_LOCK = (
     target=st.sampled_from([FILES + "/", FILES + "/a.txt", CALENDAR + "/", BOOK + "/", PRINCIPAL]),
     depth=st.sampled_from(["0", "1"]),
 )
+@example(body=ENTITY_IN_PROPFIND, target=CALENDAR + "/", depth="0")  # 500: entity node as a name
 def test_propfind(fuzz: Fuzz, body: bytes, target: str, depth: str) -> None:
     fuzz.send(
         build_request("PROPFIND", target, {**XML, "Depth": depth}, body), "PROPFIND", writes=False
