@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.engine import RequestAuthz
@@ -64,8 +65,12 @@ __all__ = [
 
 
 def destination_path(destination: str) -> str:
-    """The decoded path of a ``Destination`` header (absolute URL or absolute path)."""
-    return unquote(urlsplit(destination).path)
+    """The decoded path of a ``Destination`` header (absolute URL or absolute path); a header
+    that is no URL at all (e.g. ``http://[::1``) is a 400."""
+    try:
+        return unquote(urlsplit(destination).path)
+    except ValueError as exc:
+        raise DAVError(HTTP_BAD_REQUEST, f"malformed Destination header: {exc}") from None
 
 
 def decide(username: str, path: str, destination: str | None = None) -> Decision:

@@ -250,3 +250,12 @@ def test_chunked_upload_into_a_share_checks_the_owners_quota(live_server: LiveSe
     assert node_at(db, alice, "/Photos/big.bin") is None
     assert _assemble(live_server, "q2", f"{BOB_FILES}/big.bin", 100) == 201  # his own quota
     assert node_at(db, bob, "/big.bin") is not None
+
+
+def test_put_of_the_uploads_root_is_a_client_error(live_server: LiveServer) -> None:
+    """A PUT whose target is the uploads root (directly or via ``..``) has no parent: 4xx, not
+    a 500 (found by tests/fuzz)."""
+    for path in ("/remote.php/dav/uploads/", f"{UP}/../"):
+        resp = live_server.request("PUT", path, b"abc")
+        assert 400 <= resp.status < 500, (path, resp.status, resp.text)
+    assert live_server.request("PROPFIND", f"{FILES}/", headers={"Depth": "0"}).status == 207

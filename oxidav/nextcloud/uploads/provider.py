@@ -226,7 +226,9 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
             self._next_purge = now + PURGE_EVERY
             sessions.purge_stale(self.context.db, self.context.chain)
 
-    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Any:
+    def get_resource_inst(self, path: str | None, environ: dict[str, Any]) -> Any:
+        if path is None:  # WsgiDAV asks for the parent of the root (a PUT of the root)
+            return None
         parts = [part for part in path.split("/") if part]
         if not parts:
             return UploadsRoot("/", environ)
