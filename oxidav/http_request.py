@@ -13,10 +13,14 @@ one ``read(remaining)``. Here:
   in pieces, so the connection stays open for the next request; a longer one, one still on
   its way, or an unfinished chunked body is not waited for: the answer says
   ``Connection: close`` and the connection closes after it.
+- cheroot's own error answers (``simple_response``: a malformed request line or header, a
+  head over its limit, a timeout, a full queue) close the connection after them; they say
+  ``Connection: close`` so a keep-alive client knows not to send its next request there.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from cheroot.server import ChunkedRFile, HTTPRequest, KnownLengthRFile
@@ -109,6 +113,24 @@ class BoundedRequest(HTTPRequest):
             self.ensure_headers_sent()
         if self.chunked_write:
             self.conn.wfile.write(b"0\r\n\r\n")
+
+    def simple_response(self, status: int | str, msg: str = "") -> None:
+        """cheroot's short answer; an error one (4xx, 5xx) says ``Connection: close``, since
+        the connection closes after it."""
+        code = str(status)[:3]
+        if not code.isdigit() or int(code) < 400 or code in {"413", "414"}:
+            super().simple_response(status, msg)  # cheroot marks 413 and 414 itself
+            return
+        self.close_connection = True
+        body = msg.encode("ISO-8859-1")
+        head = (
+            f"{self.server.protocol} {status}\r\n"
+            f"Content-Length: {len(body)}\r\n"
+            "Content-Type: text/plain\r\n"
+            "Connection: close\r\n\r\n"
+        )
+        with contextlib.suppress(OSError):
+            self.conn.wfile.write(head.encode("ISO-8859-1") + body)
 
     def send_headers(self) -> None:
         """Drop a short unread body in pieces, or close after the answer; then cheroot's."""

@@ -102,3 +102,26 @@ def test_a_get_under_another_wsgi_server_yields_only_bytes(live_server: LiveServ
         body.close()
     assert statuses == ["200 OK"]
     assert all(type(piece) is bytes for piece in pieces) and b"".join(pieces) == DATA
+
+
+def test_cheroots_error_answers_say_the_connection_closes(live_server: LiveServer) -> None:
+    """A request cheroot refuses before the app (a raw byte, an empty target, a space in the
+    target, a bare LF) is answered 400 with ``Connection: close``, and the server does close:
+    a keep-alive client is told not to send its next request there."""
+    for request in (
+        b"GET /remote.php/dav/files/alice/\x80 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"PUT  HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"MOVE /remote.php/dav/files/alice/x HTTP/1.1\r\nHost: x\r\nDestination: /y\n\r\n\r\n",
+    ):
+        with socket.create_connection(("127.0.0.1", live_server.port), timeout=30) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        assert lines[0].startswith(b"HTTP/1.1 400"), answer[:200]
+        assert b"Connection: close" in lines[1:], answer[:200]
+        length = next(int(line.split(b":")[1]) for line in lines if line.startswith(b"Content-"))
+        assert length == len(body)
