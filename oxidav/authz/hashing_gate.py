@@ -12,6 +12,9 @@ is bounded by ``concurrency`` runs whatever the number of requests. Invariants:
 - an unknown user name costs one argon2 run, like a known one (``verify_unknown``), so timing
   does not tell which names exist. The hash it verifies against is made on first use, inside a
   slot — that first run hashes instead of verifying, which costs the same — never at import;
+- argon2's memory is unmapped when a run ends (``argon2_memory.unmap_large_blocks``, applied
+  when a gate is made), so the memory stays bounded by the runs in progress, not by the
+  number of threads that ever hashed;
 - a re-hash after a successful verification happens in the verification's own slot
   (``verify_and_rehash``), never by queueing a second time;
 - the counters (``verifications``, ``running``, ``peak_running``) are what tests and benches
@@ -27,6 +30,7 @@ from contextlib import contextmanager
 
 from argon2 import PasswordHasher
 
+from oxidav.authz.argon2_memory import unmap_large_blocks
 from oxidav.authz.login_refusals import HashingBusy
 from oxidav.authz.passwords import HASHER, hash_password, needs_rehash, verify_password
 from oxidav.settings import Settings
@@ -55,6 +59,7 @@ class HashingGate:
         self.running = 0
         self.peak_running = 0
         self._waiting = 0
+        unmap_large_blocks()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HashingGate:
