@@ -26,8 +26,8 @@ import logging
 
 from sqlalchemy import select, update
 
-from oxidav.authz.credential_cache import CredentialCache, Principal
 from oxidav.authz.accounts import store_rehashed_password
+from oxidav.authz.credential_cache import CredentialCache, Principal
 from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.login_refusals import HashingBusy, LoginRefused, TooManyFailedLogins
 from oxidav.authz.passwords import app_password_digest

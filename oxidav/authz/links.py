@@ -204,7 +204,7 @@ def update_link(
     label: str | None = None,
     hasher: Callable[[str], str] = hash_password,
 ) -> PublicLink:
-    """Change a link (a new password hashed by ``hasher``, as in ``create_link``); ``password=""`` or None removes the password, ``expires_at=None`` the
+    """Change a link; ``password=""`` or None removes the password, ``expires_at=None`` the
     expiry. A new password invalidates every cookie issued under the old one."""
     if mode is not None:
         _check_mode(mode, row.resource_kind == ResourceKind.FOLDER.value)
