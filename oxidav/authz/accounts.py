@@ -1,4 +1,5 @@
-"""User accounts and app passwords: create, list, change, delete (used by the CLI and tests)."""
+"""User accounts and app passwords: create, list, change, delete (used by the CLI and tests),
+and storing a re-hashed password (used by the login path)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from oxidav.authz.passwords import app_password_digest, hash_password, new_app_password
@@ -96,6 +97,21 @@ def set_password(db: Database, username: str, password: str) -> None:
         raise AccountError("the password must not be empty")
     with db.write() as session:
         _get_user(session, username).password_hash = hash_password(password)
+
+
+def store_rehashed_password(db: Database, user_id: int, old_hash: str, new_hash: str) -> bool:
+    """Replace a user's password hash by the same password hashed with current parameters.
+
+    Only while the stored hash is still ``old_hash``: a password changed meanwhile is kept.
+    Returns whether a row was updated.
+    """
+    with db.write() as session:
+        result = session.execute(
+            update(User)
+            .where(User.id == user_id, User.password_hash == old_hash)
+            .values(password_hash=new_hash)
+        )
+        return bool(getattr(result, "rowcount", 0))
 
 
 def delete_user(db: Database, username: str) -> None:

@@ -11,7 +11,10 @@ the user's app passwords (SHA-256 digest, found by one indexed lookup). The orde
    (a place in that budget is reserved here, so checks in flight count);
 3. the database lookup, then one argon2 run in a slot of the ``HashingGate``
    (``auth_hash_concurrency``; 503 when no slot frees in time) — for an unknown user name too,
-   against a stand-in hash, so a known and an unknown name cost the same.
+   against a stand-in hash, so a known and an unknown name cost the same;
+4. after a successful password check, a stored hash made with other argon2 parameters than the
+   current ones is replaced: re-hashed in the same slot, stored best-effort (a failure to store
+   is logged and the login still succeeds).
 
 Each refusal and each failure writes one line on ``oxidav.auth`` (reason and address; never
 the password).
@@ -23,6 +26,7 @@ import logging
 
 from sqlalchemy import select, update
 
+from oxidav.authz.accounts import store_rehashed_password
 from oxidav.authz.credential_cache import CredentialCache, Principal
 from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.login_refusals import HashingBusy, LoginRefused, TooManyFailedLogins
@@ -122,6 +126,15 @@ class Authenticator:
                     .values(last_used_at=utcnow())
                 )
             return Principal(user.id, user.username)
-        if self.hashing.verify(user.password_hash, password):
-            return Principal(user.id, user.username)
-        return None
+        matched, new_hash = self.hashing.verify_and_rehash(user.password_hash, password)
+        if not matched:
+            return None
+        if new_hash is not None:
+            self._store_rehash(user.id, user.password_hash, new_hash)
+        return Principal(user.id, user.username)
+
+    def _store_rehash(self, user_id: int, old_hash: str, new_hash: str) -> None:
+        try:
+            store_rehashed_password(self._db, user_id, old_hash, new_hash)
+        except Exception:
+            log.exception("password re-hash not stored user_id=%d", user_id)

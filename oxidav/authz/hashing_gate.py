@@ -1,9 +1,10 @@
 """The global cap on password hashing: at most ``concurrency`` argon2 runs at once.
 
-Every argon2 verification a request can cause — a user's password, the stand-in for an unknown
-user name, a public link's password — runs inside a slot of the process's one ``HashingGate``,
-so the memory argon2 takes (its ``memory_cost``, 64 MiB by default, per run) is bounded by
-``concurrency`` runs whatever the number of requests. Invariants:
+Every argon2 run a request can cause — verifying a user's password, the stand-in for an unknown
+user name, a public link's password; hashing a link password set through the Share API; the
+re-hash of a user's password stored with old parameters — runs inside a slot of the process's
+one ``HashingGate``, so the memory argon2 takes (its ``memory_cost`` per run, see ``passwords``)
+is bounded by ``concurrency`` runs whatever the number of requests. Invariants:
 
 - a request waits for a slot at most ``wait`` seconds, and at most ``queue`` requests wait at
   all; beyond either it gets ``HashingBusy`` (503 + Retry-After) having hashed nothing, so
@@ -11,8 +12,13 @@ so the memory argon2 takes (its ``memory_cost``, 64 MiB by default, per run) is 
 - an unknown user name costs one argon2 run, like a known one (``verify_unknown``), so timing
   does not tell which names exist. The hash it verifies against is made on first use, inside a
   slot — that first run hashes instead of verifying, which costs the same — never at import;
+- argon2's memory is unmapped when a run ends (``argon2_memory.unmap_large_blocks``, applied
+  when a gate is made), so the memory stays bounded by the runs in progress, not by the
+  number of threads that ever hashed;
+- a re-hash after a successful verification happens in the verification's own slot
+  (``verify_and_rehash``), never by queueing a second time;
 - the counters (``verifications``, ``running``, ``peak_running``) are what tests and benches
-  observe: ``verifications`` counts every argon2 run, ``peak_running`` the most at once.
+  observe: ``verifications`` counts every slot taken, ``peak_running`` the most at once.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from contextlib import contextmanager
 
 from argon2 import PasswordHasher
 
+from oxidav.authz.argon2_memory import unmap_large_blocks
 from oxidav.authz.login_refusals import HashingBusy
-from oxidav.authz.passwords import HASHER, verify_password
+from oxidav.authz.passwords import HASHER, hash_password, needs_rehash, verify_password
 from oxidav.settings import Settings
 
 #: How many requests may wait for a slot, per slot.
@@ -52,6 +59,7 @@ class HashingGate:
         self.running = 0
         self.peak_running = 0
         self._waiting = 0
+        unmap_large_blocks()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HashingGate:
@@ -88,6 +96,21 @@ class HashingGate:
         """``password`` against an argon2 hash, in a slot."""
         with self.slot():
             return verify_password(password_hash, password, self._hasher)
+
+    def verify_and_rehash(self, password_hash: str, password: str) -> tuple[bool, str | None]:
+        """``password`` against an argon2 hash, in a slot; on a match with a hash made with
+        other parameters than the current ones, also the new hash (same slot), else None."""
+        with self.slot():
+            if not verify_password(password_hash, password, self._hasher):
+                return False, None
+            if not needs_rehash(password_hash, self._hasher):
+                return True, None
+            return True, hash_password(password, self._hasher)
+
+    def hash(self, password: str) -> str:
+        """A new argon2id hash of ``password`` (a link password being set), in a slot."""
+        with self.slot():
+            return hash_password(password, self._hasher)
 
     def verify_unknown(self, password: str) -> None:
         """Spend what checking ``password`` against a real hash spends, in a slot."""

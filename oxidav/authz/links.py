@@ -19,6 +19,7 @@ reshare: ``link_access`` weighs it on every request by what its maker still hold
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -180,8 +181,10 @@ def create_link(
     expires_at: datetime | None = None,
     label: str = "",
     created_by: int | None = None,
+    hasher: Callable[[str], str] = hash_password,
 ) -> PublicLink:
-    """A new link on ``node`` (owned by ``node.user_id``) with a fresh random token."""
+    """A new link on ``node`` (owned by ``node.user_id``) with a fresh random token; a request
+    passes its ``HashingGate.hash`` as ``hasher``."""
     _check_mode(mode, node.is_folder)
     _check_expiry(expires_at)
     row = PublicLink(
@@ -190,7 +193,7 @@ def create_link(
         resource_kind=(ResourceKind.FOLDER if node.is_folder else ResourceKind.FILE).value,
         resource_id=node.id,
         mode=mode.value,
-        password_hash=hash_password(password) if password else None,
+        password_hash=hasher(password) if password else None,
         expires_at=expires_at,
         created_by=created_by,
         created_at=utcnow(),
@@ -218,6 +221,7 @@ def update_link(
     password: str | Keep | None = KEEP,
     expires_at: datetime | Keep | None = KEEP,
     label: str | None = None,
+    hasher: Callable[[str], str] = hash_password,
 ) -> PublicLink:
     """Change a link; ``password=""`` or None removes the password, ``expires_at=None`` the
     expiry. A new password invalidates every cookie issued under the old one."""
@@ -225,9 +229,7 @@ def update_link(
         _check_mode(mode, row.resource_kind == ResourceKind.FOLDER.value)
         row.mode = mode.value
     if password is not KEEP:
-        row.password_hash = (
-            hash_password(password) if isinstance(password, str) and password else None
-        )
+        row.password_hash = hasher(password) if isinstance(password, str) and password else None
     if expires_at is not KEEP:
         assert expires_at is None or isinstance(expires_at, datetime)
         _check_expiry(expires_at)

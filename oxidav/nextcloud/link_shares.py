@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz import links
 from oxidav.authz.credential_cache import Principal
+from oxidav.authz.hashing_gate import HashingGate
 from oxidav.authz.links import LinkError, LinkMode
 from oxidav.authz.roles import ALL
 from oxidav.db.models.links import PublicLink
@@ -74,6 +75,9 @@ def _expiry(text: str | None) -> datetime | links.Keep | None:
 @dataclass
 class LinkShares:
     shares: ShareService
+    #: The process's hashing cap: a link password is hashed in one of its slots; a full gate
+    #: raises ``HashingBusy``, answered 503 + Retry-After by ``SharingApp``.
+    hashing: HashingGate
 
     def create(
         self,
@@ -103,6 +107,7 @@ class LinkShares:
                 expires_at=expires,
                 label=label,
                 created_by=principal.user_id,
+                hasher=self.hashing.hash,
             )
         except LinkError as exc:
             raise ShareError(exc.status, str(exc)) from None
@@ -147,6 +152,7 @@ class LinkShares:
                 password=links.KEEP if password is None else password,
                 expires_at=expires,
                 label=label,
+                hasher=self.hashing.hash,
             )
         except LinkError as exc:
             raise ShareError(exc.status, str(exc)) from None

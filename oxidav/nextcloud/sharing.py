@@ -97,7 +97,7 @@ class SharingApp:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.shares = ShareService(GrantEngine(services.db), services.settings.share_folder)
-        self.links = LinkShares(self.shares)
+        self.links = LinkShares(self.shares, services.authenticator.hashing)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -116,6 +116,10 @@ class SharingApp:
             )
         except ShareError as exc:
             return self._answer(start_response, version, as_json, exc.status, exc.message, [])
+        except LoginRefused as refused:  # a link password's hashing found the gate full
+            retry = [refused.retry_after_header]
+            status, reason = refused.status, refused.reason
+            return self._answer(start_response, version, as_json, status, reason, [], retry)
         return self._answer(start_response, version, as_json, 200, "OK", data)
 
     def _dispatch(self, environ: WSGIEnvironment, principal: Principal, tail: str) -> Any:
