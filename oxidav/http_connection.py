@@ -86,6 +86,9 @@ class DirectSocketConnection(HTTPConnection):
     requests read bodies in bounded pieces (``BoundedRequest``)."""
 
     RequestHandlerClass = BoundedRequest
+    #: Set by ``BoundedRequest`` when an answer went out before the request body was read:
+    #: ``close`` then hands the connection to the front's lingering close.
+    unread_body = False
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
@@ -107,6 +110,23 @@ class DirectSocketConnection(HTTPConnection):
             state = self._next_request_state()
             if state is not HeadState.COMPLETE:
                 return state is not HeadState.CLOSED
+
+    def close(self) -> None:
+        """Close; or, when the client may still be sending a body nobody read, end the
+        answer (``SHUT_WR``) and let the front discard the rest before closing (plain TCP),
+        so the client reads the answer instead of a connection reset."""
+        linger = getattr(self.server, "linger", None)
+        if self.unread_body and self._next_request is not None and linger is not None:
+            self.unread_body = False
+            try:
+                self.socket.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            else:
+                self.rfile.close()
+                if linger(self):
+                    return
+        super().close()
 
     def _next_request_state(self) -> HeadState:
         """Where the connection's next request stands, for this worker to serve it itself

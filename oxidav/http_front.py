@@ -15,6 +15,12 @@ a buffer of at most ``max_request_head_bytes`` plus one receive:
 - a head larger than ``max_request_head_bytes`` is answered 431 and the connection closed,
   without reading the rest.
 
+A connection whose answer went out before its request body was read (a 401, a refused upload)
+lingers here after the answer, its write side shut: what the client still sends is received and
+thrown away, without a worker and without buffering it, until the client closes, stops sending
+for ``LINGER_IDLE_SECONDS`` or ``LINGER_SECONDS`` have passed (nginx's lingering close). The
+client, which may still be sending its body, then reads the answer instead of a reset.
+
 Idle kept-alive connections expire after the server's ``timeout`` as in cheroot, and only they
 count against cheroot's ``keep_alive_conn_limit`` (connections still sending a head do not).
 TLS connections are handed to workers as cheroot does (their bytes are not readable before the
@@ -45,6 +51,13 @@ from oxidav.http_reader import HeadState, SocketReader
 
 log = logging.getLogger("oxidav.http_front")
 
+#: The longest a connection lingers after its answer, discarding an unread body.
+LINGER_SECONDS = 30.0
+#: A lingering connection closes once the client has sent nothing for this long.
+LINGER_IDLE_SECONDS = 5.0
+#: At most this many connections linger at once; past it a connection closes at once.
+LINGER_MAX_CONNECTIONS = 1024
+
 HEAD_TOO_LARGE = ("431 Request Header Fields Too Large", "request head too large")
 HEAD_TOO_SLOW = ("408 Request Timeout", "request head not complete in time")
 
@@ -74,6 +87,49 @@ class FrontConnectionManager(ConnectionManager):
         self._heads_lock = threading.Lock()
         #: Connections in the selector with a head deadline (a head is under way).
         self._heads_waiting = 0
+        #: Connections in the selector discarding an unread body before they close.
+        self._lingering = 0
+        #: Where lingering connections' bytes are received and dropped (selector thread only).
+        self._discard_buffer = bytearray(64 * 1024)
+
+    # --- the lingering close --------------------------------------------------------------
+
+    def linger(self, conn: Any) -> bool:
+        """Keep ``conn`` (answered, write side shut) in the selector discarding what the
+        client still sends, then close it; False when too many linger already (close it)."""
+        with self._heads_lock:
+            if self._lingering >= LINGER_MAX_CONNECTIONS:
+                return False
+            self._lingering += 1
+        now = time.time()
+        conn.linger_deadline = now + LINGER_SECONDS
+        conn.last_used = now
+        try:
+            self._watch(conn)
+        except (OSError, ValueError, KeyError):
+            self._end_linger(conn)
+            return False
+        return True
+
+    def _end_linger(self, conn: Any) -> None:
+        conn.linger_deadline = None
+        with self._heads_lock:
+            self._lingering -= 1
+        with suppress(OSError):
+            conn.close()
+
+    def _discard(self, sock_fd: int, conn: Any) -> None:
+        try:
+            received = conn.socket.recv_into(self._discard_buffer)
+        except BlockingIOError:
+            return
+        except OSError:
+            received = 0
+        if received:
+            conn.last_used = time.time()
+            return
+        self._selector.unregister(sock_fd)
+        self._end_linger(conn)
 
     # --- the head phase -------------------------------------------------------------------
 
@@ -145,6 +201,9 @@ class FrontConnectionManager(ConnectionManager):
         self._watch(conn)
 
     def _readable(self, sock_fd: int, conn: Any) -> None:
+        if getattr(conn, "linger_deadline", None) is not None:
+            self._discard(sock_fd, conn)
+            return
         reader = conn.rfile
         if not isinstance(reader, SocketReader):
             self._selector.unregister(sock_fd)
@@ -175,17 +234,25 @@ class FrontConnectionManager(ConnectionManager):
                 conn.close()
 
     def _expire(self, threshold: float) -> None:
-        """Close idle connections past the server's timeout (cheroot's rule) and answer 408
-        to those whose head is past its deadline."""
+        """Close idle connections past the server's timeout (cheroot's rule), answer 408 to
+        those whose head is past its deadline, and close lingering ones that are done."""
         now = time.time()
-        late = [
-            (sock_fd, conn)
-            for sock_fd, conn in self._selector.connections
-            if conn is not self.server
-            and (conn.last_used < threshold or (getattr(conn, "head_deadline", None) or now) < now)
-        ]
+        linger_idle = now - LINGER_IDLE_SECONDS
+        late = []
+        for sock_fd, conn in self._selector.connections:
+            if conn is self.server:
+                continue
+            linger_deadline = getattr(conn, "linger_deadline", None)
+            if linger_deadline is not None:
+                if linger_deadline < now or conn.last_used < linger_idle:
+                    late.append((sock_fd, conn))
+            elif conn.last_used < threshold or (getattr(conn, "head_deadline", None) or now) < now:
+                late.append((sock_fd, conn))
         for sock_fd, conn in late:
             self._selector.unregister(sock_fd)
+            if getattr(conn, "linger_deadline", None) is not None:
+                self._end_linger(conn)
+                continue
             overdue = (getattr(conn, "head_deadline", None) or now) < now
             self._end_head(conn)
             if overdue:
@@ -218,8 +285,9 @@ class FrontConnectionManager(ConnectionManager):
 
     @property
     def _num_connections(self) -> int:
-        """Idle kept-alive connections (cheroot's count without those sending a head)."""
-        return len(self._selector) - 1 - self._heads_waiting
+        """Idle kept-alive connections (cheroot's count without those sending a head or
+        lingering)."""
+        return len(self._selector) - 1 - self._heads_waiting - self._lingering
 
 
 class FrontServer(wsgi.Server):
@@ -233,6 +301,11 @@ class FrontServer(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.request_head_timeout = request_head_timeout
         self.max_request_header_size = max_request_head_bytes
+
+    def linger(self, conn: Any) -> bool:
+        """Hand an answered ``conn`` to the front's lingering close (False: close it now)."""
+        manager = self._connections
+        return isinstance(manager, FrontConnectionManager) and manager.linger(conn)
 
     def prepare(self) -> None:
         """cheroot's ``prepare`` (bind, listen, start the workers), then the front in place of

@@ -12,7 +12,9 @@ one ``read(remaining)``. Here:
 - An unread body of at most ``DRAIN_MAX`` bytes that the client has already sent is dropped
   in pieces, so the connection stays open for the next request; a longer one, one still on
   its way, or an unfinished chunked body is not waited for: the answer says
-  ``Connection: close`` and the connection closes after it.
+  ``Connection: close``, and after it the front discards what the client still sends for a
+  bounded time (a lingering close, ``oxidav.http_front``) so that a client still sending its
+  body reads the answer instead of a reset.
 - cheroot's own error answers (``simple_response``: a malformed request line or header, a
   head over its limit, a timeout, a full queue) close the connection after them; they say
   ``Connection: close`` so a keep-alive client knows not to send its next request there.
@@ -133,22 +135,29 @@ class BoundedRequest(HTTPRequest):
             self.conn.wfile.write(head.encode("ISO-8859-1") + body)
 
     def send_headers(self) -> None:
-        """Drop a short unread body in pieces, or close after the answer; then cheroot's."""
-        if not self.close_connection:
-            if self.chunked_read:
-                self.close_connection = not getattr(self.rfile, "closed", True)
-            else:
-                self._drain_or_close()
+        """Drop a short unread body in pieces, or close after the answer (leaving the rest of
+        the body to the front's lingering close); then cheroot's."""
+        if self.chunked_read:
+            if not getattr(self.rfile, "closed", True):
+                self._leave_body_unread()
+        elif not self._drain():
+            self._leave_body_unread()
         super().send_headers()
 
-    def _drain_or_close(self) -> None:
+    def _leave_body_unread(self) -> None:
+        """Close after the answer; the connection discards what the client still sends
+        (``DirectSocketConnection.close``) so that the client reads the answer."""
+        self.close_connection = True
+        self.conn.unread_body = True
+
+    def _drain(self) -> bool:
+        """Drop the unread body if it is short and here already; False if some is left."""
         rfile = self.rfile
         remaining = getattr(rfile, "remaining", 0)
         if not remaining:
-            return
-        if remaining > DRAIN_MAX:
-            self.close_connection = True
-            return
+            return True
+        if remaining > DRAIN_MAX or self.close_connection:
+            return False
         reader = self.conn.rfile
         while rfile.remaining > 0:
             piece = min(rfile.remaining, DRAIN_PIECE)
@@ -160,8 +169,8 @@ class BoundedRequest(HTTPRequest):
             else:  # TLS: cheroot's reader, bounded pieces (``read`` counts them)
                 dropped = len(rfile.read(piece))
             if not dropped:
-                self.close_connection = True
-                return
+                return False
+        return True
 
 
 __all__ = [

@@ -234,3 +234,37 @@ def test_head_deadline_is_total_not_per_byte(tmp_path: Path) -> None:
             except OSError:
                 break
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+
+
+@pytest.mark.parametrize("authorization", [None, ADMIN], ids=["unauthenticated", "over-limit"])
+def test_a_client_still_sending_a_refused_body_reads_the_answer(
+    fresh_server: ServerProcess, authorization: str | None
+) -> None:
+    """A client that sends its whole body before reading (no ``Expect: 100-continue``, as
+    Python's http.client, many DAV clients and the first unauthenticated try of others do)
+    gets the answer — 401, or 403 for a vCard over ``max_resource_bytes`` — not a broken pipe
+    or a reset, and the server does not buffer the body it throws away."""
+    before = _memory(fresh_server)
+    headers = {"Content-Type": "text/vcard"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    card = (
+        b"BEGIN:VCARD\r\nVERSION:3.0\r\nUID:big\r\nFN:Big\r\nNOTE:"
+        + b"x" * (24 << 20)
+        + b"\r\nEND:VCARD\r\n"
+    )
+    conn = http.client.HTTPConnection("127.0.0.1", _port(fresh_server), timeout=60)
+    with closing(conn):
+        conn.request(
+            "PUT", "/remote.php/dav/addressbooks/users/admin/contacts/big.vcf", card, headers
+        )
+        response = conn.getresponse()
+        response.read()
+    assert response.status == (401 if authorization is None else 403)
+    assert response.getheader("Connection", "").lower() == "close"
+    assert _memory(fresh_server) - before < MAX_GROWTH
+    # The server still answers on a new connection.
+    status = http.client.HTTPConnection("127.0.0.1", _port(fresh_server), timeout=30)
+    with closing(status):
+        status.request("GET", "/status.php")
+        assert status.getresponse().status == 200
