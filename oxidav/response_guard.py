@@ -15,6 +15,7 @@ Just inside the access log, around everything else:
   with ``Content-Length: 0`` and ``Connection: close``; one that breaks its length after bytes
   went out ends the connection (an exception for cheroot, which then closes it). A keep-alive
   client never waits for bytes that will not come, nor reads a body into its next answer.
+  An answer that has no body (to HEAD, 204, 304) sends none, whatever the app yields.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ class ResponseGuard:
                     if not len(piece):
                         continue
                     answer.begin()
+                if not answer.has_body:
+                    continue  # HEAD, 204, 304: the status and headers only, whatever the app sent
                 size = len(piece)
                 declared = answer.declared
                 if answer.has_body and declared is not None and sent + size > declared:

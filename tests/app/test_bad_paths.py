@@ -72,6 +72,23 @@ def test_a_path_climbing_above_the_root_is_a_framed_400(live_server: LiveServer,
         again.read()
 
 
+def test_a_head_of_a_climbing_path_is_a_400_without_a_body(live_server: LiveServer) -> None:
+    """HEAD gets the 400's status and headers only; the next request on the connection reads
+    its own answer, not the refusal's text."""
+    auth = "Basic " + base64.b64encode(b"alice:secret").decode()
+    head = f"Host: x\r\nAuthorization: {auth}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", live_server.port), timeout=10) as conn:
+        conn.sendall(f"HEAD /remote.php/webdav/../../.. HTTP/1.1\r\n{head}".encode())
+        refused = http.client.HTTPResponse(conn, method="HEAD")
+        refused.begin()
+        assert refused.status == 400
+        refused.read()
+        propfind = f"PROPFIND /remote.php/dav/files/alice/ HTTP/1.1\r\nDepth: 0\r\n{head}"
+        again = _exchange(conn, propfind.encode())
+        assert again.status == 207
+        again.read()
+
+
 def test_dot_segments_below_the_root_are_resolved(live_server: LiveServer) -> None:
     assert live_server.request("PUT", "/remote.php/dav/files/alice/a.txt", b"a").status == 201
     got = live_server.request("GET", "/remote.php/dav/files/alice/x/../a.txt")

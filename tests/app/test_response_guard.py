@@ -42,6 +42,18 @@ def test_a_head_answer_keeps_its_declared_length() -> None:
     assert body == b"" and ("Content-Length", "475") in headers
 
 
+def refusal_with_body(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    start_response("400 Bad Request", [("Content-Length", "7")])
+    return [b"refused"]
+
+
+@pytest.mark.parametrize("method", ["HEAD", "GET"])
+def test_a_head_answer_never_carries_the_body_an_app_yields(method: str) -> None:
+    body, [(_status, headers)] = call(refusal_with_body, method=method)
+    assert body == (b"" if method == "HEAD" else b"refused")
+    assert ("Content-Length", "7") in headers
+
+
 def short_body(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
     start_response("200 OK", [("Content-Length", "10")])
     return [b"abc"]
