@@ -16,8 +16,9 @@ holds a ``:``, Basic credentials could not carry it).
 - **The owner of a node may remove any lock on it** (``may_unlock``), with its token, as in
   Nextcloud/SabreDAV; anyone else only their own.
 
-**Cost.** Nothing for locks held by the node's owner; per lock held by someone else, a user
-lookup, a path resolution and the holder's grants (a fresh engine: no cache outlives the check).
+**Cost.** Nothing for locks held by the node's owner (no query); per lock held by someone
+else, a path resolution and the holder's bits there, his grants read once per check (a fresh
+engine: no cache outlives the check).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.decision import ALLOW, Decision
-from oxidav.authz.engine import GrantEngine
+from oxidav.authz.engine import GrantEngine, RequestAuthz
 from oxidav.authz.links import LinkMode
 from oxidav.authz.resources import Resource
 from oxidav.authz.roles import Permission
@@ -87,8 +88,9 @@ class LockHolders:
         gone: set[str] = set()
         with self.db.read() as session:
             engine = GrantEngine(self.db)
+            holders: dict[str, RequestAuthz | None] = {}
             for lock in foreign:
-                if not self._stands(session, engine, lock):
+                if not self._stands(session, engine, holders, lock):
                     gone.add(str(lock["token"]))
         return gone
 
@@ -98,7 +100,13 @@ class LockHolders:
         place = node_place(str(lock.get("root", "")))
         return bool(principal) and place is not None and place[0] != principal
 
-    def _stands(self, session: Session, engine: GrantEngine, lock: dict[str, Any]) -> bool:
+    def _stands(
+        self,
+        session: Session,
+        engine: GrantEngine,
+        holders: dict[str, RequestAuthz | None],
+        lock: dict[str, Any],
+    ) -> bool:
         place = node_place(str(lock["root"]))
         assert place is not None
         owner, tree_path = place
@@ -111,11 +119,15 @@ class LockHolders:
         principal = str(lock["principal"])
         if principal.startswith(_LINK_PREFIX):
             return _link_covers(session, principal[len(_LINK_PREFIX) :], node)
-        user_id = session.scalar(select(User.id).where(User.username == principal))
-        if user_id is None:
-            return False
-        held = engine.request(Principal(int(user_id), principal), session).bits(Resource.node(node))
-        return bool(held & Permission.UPDATE)
+        if principal not in holders:  # one engine context per holder: his grants read once
+            user_id = session.scalar(select(User.id).where(User.username == principal))
+            holders[principal] = (
+                None
+                if user_id is None
+                else engine.request(Principal(int(user_id), principal), session)
+            )
+        holder = holders[principal]
+        return holder is not None and bool(holder.bits(Resource.node(node)) & Permission.UPDATE)
 
 
 def _nearest_node(session: Session, owner_id: int, tree_path: str) -> NodeInfo | None:

@@ -106,10 +106,13 @@ def test_revoking_a_share_releases_its_locks(live_server: LiveServer) -> None:
     assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 423
     assert status(server, "alice", "PUT", "/Team/other.txt", b"o2") == 423
     assert ocs(server, "DELETE", f"{SHARES}/{share_id}", "alice")[0] == 200
+    # Gone at once: the owner's lock discovery no longer shows them ...
+    props = dav(server, "alice", "PROPFIND", "/Team/", LOCKDISCOVERY, Depth="1")
+    assert props.status == 207 and b"doc.txt" in props.body
+    assert b"opaquelocktoken" not in props.body
+    # ... and the owner writes without their tokens.
     assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 204
     assert status(server, "alice", "PUT", "/Team/other.txt", b"o2") == 204
-    props = dav(server, "alice", "PROPFIND", "/Team/doc.txt", Depth="0")
-    assert b"opaquelocktoken" not in props.body
 
 
 def test_reducing_a_share_to_read_releases_its_locks(live_server: LiveServer) -> None:
