@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import io
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
 from oxidav.authz import links
 from oxidav.authz.links import LinkMode
 from oxidav.authz.targets import user_id
 from oxidav.cli import main
+from oxidav.db import utcnow
+from oxidav.db.models.authz import Grant
 from oxidav.tree import resolve
 from tests.nextcloud.nc_helpers import ocs
 from tests.nextcloud.test_nc_share_bits import LOCKINFO, SHARES, add_users, dav, share, status
@@ -121,6 +125,18 @@ def test_reducing_a_share_to_read_releases_its_locks(live_server: LiveServer) ->
     lock(server, "bob", "/Team/doc.txt")
     assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 423
     assert ocs(server, "PUT", f"{SHARES}/{share_id}", "alice", {"permissions": 1})[0] == 200
+    assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 204
+
+
+def test_an_expired_share_releases_its_locks(live_server: LiveServer) -> None:
+    server = live_server
+    share_id = team(server)
+    lock(server, "bob", "/Team/doc.txt")
+    assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 423
+    assert server.services is not None
+    with server.services.db.write() as session:  # bob's grant runs out
+        past = utcnow() - timedelta(minutes=1)
+        session.execute(update(Grant).where(Grant.id == int(share_id)).values(expires_at=past))
     assert status(server, "alice", "PUT", "/Team/doc.txt", b"v2") == 204
 
 
