@@ -22,6 +22,7 @@ from oxidav.authz.targets import user_id
 from oxidav.cli import main
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
+from oxidav.settings import SettingsError, load_settings
 from oxidav.tree import resolve
 from tests.nextcloud.nc_helpers import ocs
 from tests.nextcloud.test_nc_share_bits import LOCKINFO, SHARES, add_users, dav, share, status
@@ -228,3 +229,12 @@ def test_locks_list_drops_locks_whose_holder_lost_access(live_server: LiveServer
     assert token in oxidav("locks", "list")[1]
     assert ocs(server, "DELETE", f"{SHARES}/{share_id}", "alice")[0] == 200
     assert oxidav("locks", "list")[1] == ""
+
+
+@pytest.mark.parametrize("value", ["0", "59", "2419201", "soon"])
+def test_bad_lock_max_timeout_names_the_setting(tmp_path: Path, value: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"data_dir": tmp_path}, env={"OXIDAV_LOCK_MAX_TIMEOUT": value})
+    assert "'lock_max_timeout'" in str(info.value)
+    good = load_settings({"data_dir": tmp_path}, env={"OXIDAV_LOCK_MAX_TIMEOUT": "600"})
+    assert good.lock_max_timeout == 600
