@@ -2,8 +2,9 @@
 
 A lock (RFC 4918 §6) is rooted at the canonical files URL of a node
 (``/remote.php/dav/files/<owner>/<path>``) and held by a principal: a user's name, or
-``link:<id>`` when it was taken through a public link (``link_principal``; a user name never
-holds a ``:``, Basic credentials could not carry it).
+``link:<id>`` when it was taken through a public link (``link_principal``, set by the link
+middleware under ``ENVIRON_LOCK_HOLDER``; a user name never holds a ``:``, Basic credentials
+could not carry it).
 
 - **A lock stands while its holder may still write the node** (``LockHolders.stale``): the
   node's owner always; a user while the grants that reach him (reshares weighed by the engine,
@@ -43,6 +44,9 @@ from oxidav.providers.urls import FILES
 from oxidav.tree import InvalidName, NodeInfo, get_node, normalize_path, resolve
 
 _LINK_PREFIX = "link:"
+#: The environ key naming who holds the locks a request takes when it is not the authenticated
+#: user (a public link's principal); the files provider makes it WsgiDAV's ``user_name``.
+ENVIRON_LOCK_HOLDER = "oxidav.lock_holder"
 
 
 def link_principal(link_id: int) -> str:

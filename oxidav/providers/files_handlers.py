@@ -11,6 +11,7 @@ the work except where they fall short (wsgidav.md §6.2):
 - PROPPATCH: all changes are written in one transaction (§9.2: all or nothing);
 - LOCK on an unmapped URL: needs write access to the parent, and the empty file it creates is
   removed again if the lock is refused;
+- locks taken through a public link are held by the link's principal (``ENVIRON_LOCK_HOLDER``);
 - UNLOCK by the owner of the node of a lock someone else holds: allowed with its token, as in
   Nextcloud (``oxidav.authz.lock_holders.may_unlock`` decides; WsgiDAV lets only the holder);
 - COPY / MOVE: a Destination in another user's tree is 404; 201 when the destination was new;
@@ -36,7 +37,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.request_server import RequestServer
 
-from oxidav.authz.lock_holders import may_unlock
+from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, may_unlock
 from oxidav.providers.files_context import ENVIRON_CREATED, ENVIRON_NODE, Target, forget
 from oxidav.providers.files_get import send_file
 from oxidav.providers.files_propfind import handle_propfind
@@ -53,6 +54,9 @@ def dispatch(
 ) -> Iterable[bytes]:
     method = environ["REQUEST_METHOD"]
     server = getattr(default_handler, "__self__", None) or RequestServer(provider)
+    holder = environ.get(ENVIRON_LOCK_HOLDER)
+    if holder:  # a public link: its locks are the link's (released with it)
+        environ["wsgidav.user_name"] = holder
     if method == "PUT":
         return handle_put(provider, server, environ, start_response)
     if method in ("GET", "HEAD"):
