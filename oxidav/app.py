@@ -31,6 +31,7 @@ from oxidav.authz.basic_auth import OxiHTTPAuthenticator
 from oxidav.authz.domain_controller import OxiDomainController
 from oxidav.authz.link_access import LinkGate
 from oxidav.authz.link_middleware import TOKEN_IN_PATH, PublicLinkMiddleware
+from oxidav.authz.lock_holders import LockHolders
 from oxidav.authz.middleware import AuthzMiddleware
 from oxidav.error_pages import OxiErrorPages
 from oxidav.nextcloud.context import nextcloud_context
@@ -100,7 +101,11 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
         },
         "oxidav": {"authenticator": services.authenticator, "services": services},
         "dir_browser": {"enable": False},
-        "lock_storage": DbLockStorage(services.db),
+        "lock_storage": DbLockStorage(
+            services.db,
+            max_timeout=settings.lock_max_timeout,
+            holders=LockHolders(services.db),
+        ),
         XML_INPUT: XmlInput(max_body_bytes=settings.max_xml_body_bytes),
         "property_manager": None,
         "block_size": 256 * 1024,

@@ -23,7 +23,13 @@ from oxidav.db.migrate import SchemaTooNewError
 from oxidav.settings import Settings, SettingsError, load_settings
 
 #: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
-ROOM_COMMANDS = ("oxidav.blobs.cli", "oxidav.tree.cli", "oxidav.authz.cli", "oxidav.nextcloud.cli")
+ROOM_COMMANDS = (
+    "oxidav.blobs.cli",
+    "oxidav.tree.cli",
+    "oxidav.authz.cli",
+    "oxidav.authz.locks_cli",
+    "oxidav.nextcloud.cli",
+)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

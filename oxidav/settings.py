@@ -83,6 +83,10 @@ class Settings:
     #: Depth: infinity PROPFIND: 0 refuses it (403 propfind-finite-depth); N > 0 allows it
     #: for trees of at most N resources.
     propfind_infinity_limit: int = 0
+    #: Longest a WebDAV lock lasts before its holder refreshes it, in seconds; a longer
+    #: Timeout (``Infinite`` too) gets this (RFC 4918 §10.7). 30 min, as Nextcloud (SabreDAV):
+    #: editors refresh their locks every few minutes, a forgotten one frees itself soon.
+    lock_max_timeout: int = 1800
     #: Quota for users without one of their own; 0 means unlimited.
     default_quota_bytes: int = 0
     #: Largest calendar object / vCard accepted, in bytes.
@@ -203,6 +207,11 @@ def _validate(settings: Settings) -> None:
             "must be more than 0 and at most 60",
         ),
         ("propfind_infinity_limit", settings.propfind_infinity_limit >= 0, "must not be negative"),
+        (
+            "lock_max_timeout",
+            60 <= settings.lock_max_timeout <= 4 * 604800,
+            "must be between 60 and 2419200 (4 weeks)",
+        ),
         ("default_quota_bytes", settings.default_quota_bytes >= 0, "must not be negative"),
         ("max_resource_bytes", settings.max_resource_bytes > 0, "must be positive"),
         ("max_report_hrefs", settings.max_report_hrefs >= 1, "must be at least 1"),

@@ -8,6 +8,7 @@
     oxidav share list [RESOURCE] [--user U | --group G]
     oxidav share revoke ID
     oxidav share link create|list|delete …       (public links: ``oxidav.authz.links_cli``)
+    oxidav locks list|remove …                   (WebDAV locks: ``oxidav.authz.locks_cli``)
 
 RESOURCE is ``files/<user>/<path>``, ``calendars/<user>/<uri>`` or ``addressbooks/<user>/<uri>``.
 A role names a sum of Nextcloud's permission bits (``roles.Role``: viewer 1, editor 15,

@@ -30,6 +30,7 @@ from wsgidav.mw.base_mw import BaseMiddleware
 from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate, deny_line
 from oxidav.authz.links import LiveLink
+from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, link_principal
 from oxidav.authz.login_refusals import HTTP_SERVICE_UNAVAILABLE, HTTP_TOO_MANY_REQUESTS
 from oxidav.authz.policy import destination_path
 from oxidav.authz.views import ENVIRON_VIEWS
@@ -117,6 +118,8 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
             raise DAVError(decision.status, decision.reason)
         environ[ENVIRON_VIEWS] = [view]
         environ["wsgidav.auth.user_name"] = ""
+        # Locks taken through the link are held by the link (released with it).
+        environ[ENVIRON_LOCK_HOLDER] = link_principal(link.id)
         environ["wsgidav.auth.realm"] = LINK_REALM
         result: Iterable[bytes] = self.next_app(environ, start_response)
         return result

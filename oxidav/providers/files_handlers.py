@@ -11,6 +11,9 @@ the work except where they fall short (wsgidav.md §6.2):
 - PROPPATCH: all changes are written in one transaction (§9.2: all or nothing);
 - LOCK on an unmapped URL: needs write access to the parent, and the empty file it creates is
   removed again if the lock is refused;
+- locks taken through a public link are held by the link's principal (``ENVIRON_LOCK_HOLDER``);
+- UNLOCK by the owner of the node of a lock someone else holds: allowed with its token, as in
+  Nextcloud (``oxidav.authz.lock_holders.may_unlock`` decides; WsgiDAV lets only the holder);
 - COPY / MOVE: a Destination in another user's tree is 404; 201 when the destination was new;
 - OPTIONS: ``DAV: 1, 2, 3`` (RFC 4918 §18).
 """
@@ -27,12 +30,14 @@ from wsgidav import util
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
+    HTTP_NO_CONTENT,
     HTTP_NOT_FOUND,
     DAVError,
     PRECONDITION_CODE_PropfindFiniteDepth,
 )
 from wsgidav.request_server import RequestServer
 
+from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, may_unlock
 from oxidav.providers.files_context import ENVIRON_CREATED, ENVIRON_NODE, Target, forget
 from oxidav.providers.files_get import send_file
 from oxidav.providers.files_propfind import handle_propfind
@@ -49,6 +54,9 @@ def dispatch(
 ) -> Iterable[bytes]:
     method = environ["REQUEST_METHOD"]
     server = getattr(default_handler, "__self__", None) or RequestServer(provider)
+    holder = environ.get(ENVIRON_LOCK_HOLDER)
+    if holder:  # a public link: its locks are the link's (released with it)
+        environ["wsgidav.user_name"] = holder
     if method == "PUT":
         return handle_put(provider, server, environ, start_response)
     if method in ("GET", "HEAD"):
@@ -64,6 +72,8 @@ def dispatch(
         return _proppatch(provider, environ, start_response, default_handler)
     elif method == "LOCK":
         return _lock(provider, server, environ, start_response, default_handler)
+    elif method == "UNLOCK":
+        return _unlock(provider, server, environ, start_response, default_handler)
     elif method in ("COPY", "MOVE"):
         _check_destination(provider, environ)
         return default_handler(environ, _created_status(environ, start_response))  # type: ignore[no-any-return]
@@ -135,6 +145,30 @@ def _lock(
                 delete_live_file(session, backend.chain, target.user_id, target.tree_path)
             forget(environ)
         raise
+
+
+def _unlock(
+    provider: Any, server: Any, environ: dict[str, Any], start_response: Any, default_handler: Any
+) -> Iterable[bytes]:
+    """WsgiDAV's UNLOCK, except that a lock on the URL held by someone else is released when
+    ``may_unlock`` allows the caller (the node's owner); every other case is WsgiDAV's."""
+    manager = provider.lock_manager
+    token = environ.get("HTTP_LOCK_TOKEN", "").strip().strip("<>")
+    res = provider.get_resource_inst(environ["PATH_INFO"], environ) if token else None
+    if manager is None or res is None or util.get_content_length(environ) != 0:
+        return default_handler(environ, start_response)  # type: ignore[no-any-return]
+    caller = environ["wsgidav.user_name"]
+    lock = manager.get_lock(token)
+    if (
+        lock is None
+        or lock["principal"] == caller
+        or not manager.is_url_locked_by_token(res.get_ref_url(), token)
+        or not may_unlock(caller, lock).allowed
+    ):
+        return default_handler(environ, start_response)  # type: ignore[no-any-return]
+    server._evaluate_if_headers(res, environ)
+    manager.release(token)
+    return util.send_status_response(environ, start_response, HTTP_NO_CONTENT)  # type: ignore[no-any-return]
 
 
 def _check_destination(provider: Any, environ: dict[str, Any]) -> None:

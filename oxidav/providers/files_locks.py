@@ -20,13 +20,18 @@ A lock's ``owner`` (the client's ``DAV:owner`` element) is stored only in the fo
 ``xml_input.parse_xml`` reads back (``create`` refuses anything else with 400); a stored owner
 that does not read back (written before that rule) is blanked, with a WARNING, in the locks
 ``get`` and ``get_lock_list`` hand to WsgiDAV, so its lock discovery shows the lock without it.
+
+Every lock it hands out still stands: given ``holders`` (``oxidav.authz.lock_holders``, which
+decides), a lock whose holder may no longer write the locked node (a share revoked, a link
+deleted) is deleted when a read meets it and never returned. A new or refreshed lock's timeout
+is at most ``max_timeout`` seconds (``lock_max_timeout``; ``Infinite`` gets the maximum).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +47,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.lock_man.lock_manager import LockManager
 
+from oxidav.authz.lock_holders import LockHolders
 from oxidav.db import Database, Transaction, core
 from oxidav.db.models.tree import DavLock
 from oxidav.db.prepared import PreparedRead
@@ -107,8 +113,33 @@ def _ancestors(root: str) -> list[str]:
 class DbLockStorage:
     """Lock storage in the database (``open``/``close`` are no-ops; the engine is shared)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_timeout: float = rows.MAX_TIMEOUT,
+        holders: LockHolders | None = None,
+    ) -> None:
         self.db = db
+        self.max_timeout = max_timeout
+        self.holders = holders
+
+    def standing(
+        self, locks: list[dict[str, Any]], transaction: Transaction | None = None
+    ) -> list[dict[str, Any]]:
+        """``locks`` without those whose holders lost write access, which are deleted (in
+        ``transaction`` if given, else in a write transaction of their own)."""
+        if self.holders is None or not locks:
+            return locks
+        gone = self.holders.stale(locks)
+        if not gone:
+            return locks
+        if transaction is not None:
+            rows.delete_tokens(transaction, gone)
+        else:
+            with self.db.write() as session:
+                rows.delete_tokens(session, gone)
+        return [lock for lock in locks if lock["token"] not in gone]
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.db.engine.url.render_as_string()!r})"
@@ -132,7 +163,9 @@ class DbLockStorage:
     def get(self, token: str) -> dict[str, Any] | None:
         with self.db.read() as session:
             lock = rows.get_lock(session, token)
-        return None if lock is None else _readable_owner(lock)
+        if lock is None or not self.standing([lock]):
+            return None
+        return _readable_owner(lock)
 
     def create(self, path: str, lock: dict[str, Any]) -> dict[str, Any]:
         root = rows.normalize_root(path)
@@ -140,12 +173,12 @@ class DbLockStorage:
             lock["owner"] = _storable_owner(lock["owner"])
         with self.db.write() as session:
             self._serialize(session)
-            self._check_conflicts(session, root, lock["scope"], lock["depth"])
-            return rows.create_lock(session, root, lock)
+            self._check_conflicts(session, root, lock["scope"], lock["depth"], self.standing)
+            return rows.create_lock(session, root, lock, self.max_timeout)
 
     def refresh(self, token: str, *, timeout: float | None) -> dict[str, Any]:
         with self.db.write() as session:
-            lock = rows.refresh_lock(session, token, timeout)
+            lock = rows.refresh_lock(session, token, timeout, self.max_timeout)
         if lock is None:
             raise ValueError(f"no such lock {token!r}")
         return _readable_owner(lock)
@@ -161,6 +194,7 @@ class DbLockStorage:
             locks = rows.list_locks(
                 session, path, include_root=include_root, include_children=include_children
             )
+        locks = self.standing(locks)
         return (
             [lock["token"] for lock in locks]
             if token_only
@@ -172,9 +206,10 @@ class DbLockStorage:
         ``below``, in one query."""
         if below is None and 0 < len(roots) <= PREPARED_DEPTH_MAX:
             found = _locks_at_read(len(roots)).rows(self.db, _roots_params(roots))
-            return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
+            return self.standing([dict(zip(_LOCK_KEYS, row, strict=True)) for row in found])
         with self.db.read() as session:
-            return rows.list_locks_at(session, roots, below)
+            locks = rows.list_locks_at(session, roots, below)
+        return self.standing(locks)
 
     def locks_in(self, transaction: Transaction, roots: list[str]) -> list[dict[str, Any]]:
         """``locks_at(roots)``, read in the caller's write transaction (a PUT that checks and
@@ -187,8 +222,10 @@ class DbLockStorage:
             connection.execute(_SHARED_ADVISORY, {"key": _ADVISORY_KEY})
         if 0 < len(roots) <= PREPARED_DEPTH_MAX:
             found = _locks_at_read(len(roots)).run(connection, _roots_params(roots)).rows
-            return [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
-        return rows.list_locks_at(connection, roots)
+            locks = [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
+        else:
+            locks = rows.list_locks_at(connection, roots)
+        return self.standing(locks, transaction)
 
     def batched_manager(self) -> DbLockManager:
         """The one ``DbLockManager`` of this storage (shared by every provider using it)."""
@@ -202,18 +239,27 @@ class DbLockStorage:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_KEY})
 
     @staticmethod
-    def _check_conflicts(session: Session, root: str, scope: str, depth: str) -> None:
-        """The rules of RFC 4918 §6.1 / ``LockManager._check_lock_permission``."""
+    def _check_conflicts(
+        session: Session,
+        root: str,
+        scope: str,
+        depth: str,
+        standing: Callable[[list[dict[str, Any]], Transaction], list[dict[str, Any]]],
+    ) -> None:
+        """The rules of RFC 4918 §6.1 / ``LockManager._check_lock_permission``, among the
+        locks that still stand."""
         condition = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
         for url in _ancestors(root):
-            for other in rows.list_locks(session, url, include_root=True, include_children=False):
+            found = rows.list_locks(session, url, include_root=True, include_children=False)
+            for other in standing(found, session):
                 if url != root and other["depth"] != "infinity":
                     continue
                 if other["scope"] == "shared" and scope == "shared":
                     continue
                 condition.add_href(other["root"])
         if depth == "infinity":
-            for other in rows.list_locks(session, root, include_root=False, include_children=True):
+            found = rows.list_locks(session, root, include_root=False, include_children=True)
+            for other in standing(found, session):
                 condition.add_href(other["root"])
         if condition.hrefs:
             raise DAVError(HTTP_LOCKED, err_condition=condition)

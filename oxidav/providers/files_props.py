@@ -233,8 +233,10 @@ class NodeProperties:
     def _direct_locks(self) -> list[dict[str, Any]]:
         manager = self.provider.lock_manager
         root = lock_rows.normalize_root(self.get_ref_url())
-        if isinstance(getattr(manager, "storage", None), DbLockStorage):
-            return self.page.locks(root)
+        storage = getattr(manager, "storage", None)
+        if isinstance(storage, DbLockStorage):
+            # Read with the page's batch; a lock whose holder lost access is not shown.
+            return storage.standing(self.page.locks(root))
         locks: list[dict[str, Any]] = manager.get_url_lock_list(root)
         return locks
 

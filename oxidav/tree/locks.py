@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
@@ -31,11 +32,13 @@ def normalize_root(root: str) -> str:
     return "/" + root.strip("/")
 
 
-def _clamp(timeout: float | None) -> float:
+def _clamp(timeout: float | None, max_timeout: float) -> float:
+    """The timeout a lock gets: the client's (RFC 4918 §10.7: a request, not an order), at
+    most ``max_timeout``; none asked: ``DEFAULT_TIMEOUT``; ``Infinite`` (-1): the maximum."""
     if timeout is None:
-        return DEFAULT_TIMEOUT
-    if timeout < 0 or timeout > MAX_TIMEOUT:
-        return MAX_TIMEOUT
+        return min(DEFAULT_TIMEOUT, max_timeout)
+    if timeout < 0 or timeout > max_timeout:
+        return max_timeout
     return float(timeout)
 
 
@@ -63,11 +66,13 @@ def _below(root: str) -> ColumnElement[bool]:
     return (DavLock.root >= prefix) & (DavLock.root < upper)
 
 
-def create_lock(session: Session, root: str, lock: LockDict) -> LockDict:
+def create_lock(
+    session: Session, root: str, lock: LockDict, max_timeout: float = MAX_TIMEOUT
+) -> LockDict:
     """Store a new lock at ``root``; fills in root, timeout, expire and token (like WsgiDAV)."""
     now = time.time()
     session.execute(delete(DavLock).where(DavLock.expire >= 0, DavLock.expire < now))
-    timeout = _clamp(lock.get("timeout"))
+    timeout = _clamp(lock.get("timeout"), max_timeout)
     row = DavLock(
         token="opaquelocktoken:" + hex(secrets.randbits(256)),
         root=normalize_root(root),
@@ -91,9 +96,11 @@ def get_lock(session: Session, token: str) -> LockDict | None:
     return None if row is None else _as_dict(row)
 
 
-def refresh_lock(session: Session, token: str, timeout: float | None) -> LockDict | None:
+def refresh_lock(
+    session: Session, token: str, timeout: float | None, max_timeout: float = MAX_TIMEOUT
+) -> LockDict | None:
     """Give a live lock a new timeout (§9.10.2); None if it is gone."""
-    timeout = _clamp(timeout)
+    timeout = _clamp(timeout, max_timeout)
     now = time.time()
     session.execute(
         update(DavLock)
@@ -176,6 +183,15 @@ def delete_locks(session: Session, root: str, *, recursive: bool = True) -> int:
         condition = or_(condition, _below(root))
     result = session.execute(delete(DavLock).where(condition))
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def delete_tokens(session: Transaction, tokens: Iterable[str]) -> int:
+    """Drop the locks of ``tokens`` (in the caller's transaction)."""
+    chosen = sorted(tokens)
+    if not chosen:
+        return 0
+    result = core(session).execute(delete(DavLock).where(DavLock.token.in_(chosen)))
+    return int(result.rowcount)
 
 
 def delete_expired(session: Session) -> int:
