@@ -302,7 +302,7 @@ def _mount_point_rules(
     DELETE removes the share for the caller, as in Nextcloud, when it is their own grant (a
     share with a group cannot be left by one member: 403). MOVE to a free name in the share
     folder renames the mount for the caller alone (``_rename_rule``). A mount point cannot be
-    moved elsewhere or overwritten: 403.
+    moved elsewhere or overwritten: 403; MKCOL of it is 405 (it exists, RFC 4918 §9.3.1).
     """
     if target.at_mount_point and method == "DELETE":
         assert target.mount is not None
@@ -320,6 +320,9 @@ def _mount_point_rules(
         return Verdict(ALLOW, unshare=int(grant_id))
     if target.at_mount_point and method == "MOVE":
         return _rename_rule(session, authz, target, dest, mounts)
+    if target.at_mount_point and method in ("MKCOL", "MKCALENDAR"):
+        # The caller's own node cannot take a mount's name: the path names the mount.
+        return Verdict(Decision(False, 405, "a mount point exists at this name"))
     if dest is not None and dest.at_mount_point and method in ("MOVE", "COPY"):
         return Verdict(Decision(False, 403, "a mount point cannot be overwritten"))
     return None
