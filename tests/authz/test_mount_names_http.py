@@ -13,8 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from oxidav.authz import accounts
+from oxidav.authz.grants import Subject, grant
 from oxidav.authz.groups import add_member, create_group
-from oxidav.authz.targets import user_id
+from oxidav.authz.roles import Role
+from oxidav.authz.targets import resolve_target, user_id
 from oxidav.db.models.mount_names import MountName
 from tests.nextcloud.nc_helpers import ocs
 from tests.support.live import LiveServer
@@ -168,8 +170,26 @@ def test_first_sight_names_by_the_former_rule(server: LiveServer) -> None:
     assert dav(server, "carol", "MKCOL", "/Proj") == 201
     assert dav(server, "alice", "MKCOL", "/Proj") == 201
     assert dav(server, "bob", "PUT", "/Proj", b"own file") == 201
-    share(server, "alice", "/Proj", "bob")
-    share(server, "carol", "/Proj", "bob")
+    assert server.services is not None
+    with server.services.db.write() as session:  # as before the upgrade: no name stored
+        bob_id = user_id(session, "bob")
+        for owner in ("alice", "carol"):
+            grant(session, Subject.user(bob_id), resolve_target(session, f"files/{owner}/Proj"),
+                  Role.EDITOR)  # fmt: skip
     assert targets(server, "bob") == {"/Proj (2)": "carol", "/Proj (3)": "alice"}
     assert names(server, "bob") >= {"Proj", "Proj (2)", "Proj (3)"}
     assert body(server, "bob", "/Proj") == b"own file"
+
+
+def test_a_share_is_named_when_it_is_made(server: LiveServer) -> None:
+    """bob makes no request between the two shares: the first one made still keeps "Proj"."""
+    assert dav(server, "carol", "MKCOL", "/Proj") == 201  # the older node
+    assert dav(server, "alice", "MKCOL", "/Proj") == 201
+    assert dav(server, "alice", "PUT", "/Proj/a.txt", b"alice") == 201
+    params = {"path": "/Proj", "shareType": 0, "shareWith": "bob", "permissions": 15}
+    status, doc = ocs(server, "POST", SHARES, "alice", params)
+    assert (status, doc["data"]["file_target"]) == (200, "/Proj")
+    status, doc = ocs(server, "POST", SHARES, "carol", params)
+    assert (status, doc["data"]["file_target"]) == (200, "/Proj (2)")
+    assert targets(server, "bob") == {"/Proj": "alice", "/Proj (2)": "carol"}
+    assert body(server, "bob", "/Proj/a.txt") == b"alice"
