@@ -31,11 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from oxidav.db import Database
 from oxidav.db.models.mount_names import MountName
+from oxidav.tree.names import MAX_NAME_CHARS
 from oxidav.tree.types import NodeInfo
 
 log = logging.getLogger("oxidav.authz")
@@ -69,13 +70,15 @@ def base_name(node: NodeInfo, owner: str) -> str:
 
 
 def candidate(name: str, is_folder: bool, n: int) -> str:
-    """``name`` with `` (n)`` before a file's extension (Nextcloud's collision names)."""
+    """``name`` with `` (n)`` before a file's extension (Nextcloud's collision names); the
+    stem is shortened when the result would be longer than a name may be."""
     if n == 1:
         return name
-    stem, dot, ext = name.rpartition(".")
-    if is_folder or not dot or not stem:
-        return f"{name} ({n})"
-    return f"{stem} ({n}).{ext}"
+    suffix = f" ({n})"
+    before, dot, ext = name.rpartition(".")
+    if is_folder or not dot or not before or len(ext) + len(suffix) >= MAX_NAME_CHARS - 1:
+        return name[: MAX_NAME_CHARS - len(suffix)] + suffix
+    return f"{before[: MAX_NAME_CHARS - len(suffix) - len(ext) - 1]}{suffix}.{ext}"
 
 
 def stem(name: str, is_folder: bool) -> str:
@@ -163,6 +166,8 @@ def save(db: Database, user_id: int, plan: NamePlan) -> None:
             _upsert(session, user_id, plan.upserts)
     except IntegrityError as exc:
         log.info("mount names of user %d stored concurrently: %s", user_id, exc.orig)
+    except DBAPIError as exc:  # the names still answer this request; the next one retries
+        log.warning("mount names of user %d not stored: %s", user_id, exc.orig)
 
 
 def rename(db: Database, user_id: int, node_id: int, owner_id: int, name: str) -> None:
