@@ -6,6 +6,8 @@ recipient may rename it for himself alone (Nextcloud's per-recipient ``file_targ
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -19,7 +21,7 @@ from oxidav.authz.roles import Role
 from oxidav.authz.targets import resolve_target, user_id
 from oxidav.db.models.mount_names import MountName
 from tests.nextcloud.nc_helpers import ocs
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, in_process_server, make_settings
 
 SHARES = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
 FILES = "/remote.php/dav/files"
@@ -193,3 +195,28 @@ def test_a_share_is_named_when_it_is_made(server: LiveServer) -> None:
     assert (status, doc["data"]["file_target"]) == (200, "/Proj (2)")
     assert targets(server, "bob") == {"/Proj": "alice", "/Proj (2)": "carol"}
     assert body(server, "bob", "/Proj/a.txt") == b"alice"
+
+
+@pytest.fixture
+def incoming_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
+    settings = make_settings(tmp_path / "data", db_url, share_folder="/Incoming")
+    with in_process_server(settings) as server:
+        yield server
+
+
+def test_renaming_within_the_share_folder(incoming_server: LiveServer) -> None:
+    server = incoming_server
+    assert dav(server, "alice", "MKCOL", "/Proj") == 201
+    assert dav(server, "alice", "PUT", "/Proj/a.txt", b"alice") == 201
+    share(server, "alice", "/Proj", "bob")
+    assert targets(server, "bob") == {"/Incoming/Proj": "alice"}
+    incoming = f"{FILES}/bob/Incoming"
+    # Out of the share folder: refused; within it: renamed.
+    assert dav(server, "bob", "MOVE", "/Incoming/Proj", Destination=f"{FILES}/bob/Proj") == 403
+    assert dav(server, "bob", "MOVE", "/Incoming/Proj", Destination=f"{incoming}/Work") == 201
+    assert body(server, "bob", "/Incoming/Work/a.txt") == b"alice"
+    assert targets(server, "bob") == {"/Incoming/Work": "alice"}
+    legacy = {"Destination": "/remote.php/webdav/Incoming/Again"}
+    got = server.request("MOVE", "/remote.php/webdav/Incoming/Work", headers=legacy, user="bob")
+    assert got.status == 201
+    assert body(server, "bob", "/Incoming/Again/a.txt") == b"alice"
