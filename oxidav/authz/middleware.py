@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
@@ -35,7 +36,8 @@ from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.engine import GrantEngine
 from oxidav.authz.grants import GrantError, revoke
-from oxidav.authz.mounts import ENVIRON_MOUNTS, MountService, MountTable, involves_mounts
+from oxidav.authz.mount_names import rename
+from oxidav.authz.mounts import ENVIRON_MOUNTS, Mount, MountService, MountTable, involves_mounts
 from oxidav.authz.policy import Verdict, authorize, decide, destination_path
 from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.views import ENVIRON_VIEWS
@@ -88,6 +90,8 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
             raise DAVError(decision.status)
         if verdict.unshare is not None:
             return self._unshare(environ, start_response, verdict.unshare)
+        if verdict.rename_mount is not None:
+            return self._rename_mount(environ, start_response, *verdict.rename_mount)
         if verdict.views:
             environ[ENVIRON_VIEWS] = verdict.views
         result: Iterable[bytes] = self.next_app(environ, start_response)
@@ -168,4 +172,24 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
             environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
         )
         start_response("204 No Content", [("Content-Length", "0")])
+        return [b""]
+
+    def _rename_mount(
+        self, environ: dict[str, Any], start_response: Any, mount: Mount, name: str
+    ) -> Iterable[bytes]:
+        """MOVE of a mount point within the share folder: the caller's name for it changes."""
+        assert self.engine is not None and self.mounts is not None
+        principal = environ[ENVIRON_PRINCIPAL]
+        try:
+            rename(self.engine.db, principal.user_id, mount.node.id, mount.node.user_id, name)
+        except IntegrityError:  # a concurrent rename stored its row first
+            raise DAVError(409, "the mount point was renamed concurrently") from None
+        audit.info(
+            "rename mount user=%r node=%d from=%r to=%r",
+            environ.get("wsgidav.auth.user_name") or "",
+            mount.node.id,
+            mount.name,
+            name,
+        )
+        start_response("201 Created", [("Content-Length", "0")])
         return [b""]

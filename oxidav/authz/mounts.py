@@ -7,22 +7,22 @@ of another user) appears in their tree as a *mount point*: a member of the folde
 like the shared node. Requests below a mount point are served from the owner's tree through a
 ``TreeView`` (``oxidav.authz.views``) and decided by the grant engine like the owner's URL.
 
-**Names are computed, not stored** (no table): on every request that needs them, from the
-shared nodes' current names. A mount's name is the node's name; when it is taken by one of the
-user's own nodes in that folder, or by another mount, it becomes ``name (2)``, ``name (3)``…
-(before the extension for files: ``a (2).txt``). The user's own nodes keep their names; mounts
-claim names in (name, node id) order, so the answer is the same on every request and in every
-process. Unlike Nextcloud (which stores a per-recipient ``file_target``), a mount follows the
-owner's renames and cannot be renamed by the recipient.
+**Names are stored per recipient** (``oxidav.authz.mount_names``, Nextcloud's ``file_target``):
+a share is named when the recipient's table first holds it — after the shared node, made
+unique next to the user's own nodes in that folder and his other mounts (``name (2)``,
+``name (3)``…, before the extension for files: ``a (2).txt``) — and keeps that name: a later
+share with the same name gets the next free one, the owner's renames do not move it, and the
+recipient may rename it (MOVE of the mount point within the folder, ``policy``).
 
 **Cost.** ``MountService.table`` reads through the request's ``RequestAuthz``: the grants
 generation (one primary-key read) and the principal's grant set (cached per generation). A user
 who holds no file or folder grant pays nothing more; otherwise one query loads the shared nodes
 with their owners' names (a reshare among them is weighed by what its maker holds: the maker's
-grant set and, for a node below a folder share, its ancestor chain) and one finds which
-candidate names are taken (plus one lookup of the
-share folder when it is not the root). Nothing is cached across requests, so a revocation, a
-rename or a trashed share shows on the very next request.
+grant set and, for a node below a folder share, its ancestor chain), one reads the stored names
+and one finds which of those and of the candidate names are the user's own (plus one lookup of
+the share folder when it is not the root); a write only when a name is new or changed.
+Nothing is cached across requests, so a revocation or a trashed share shows on the very next
+request.
 
 A user with no mount at all is remembered as such for ``NO_MOUNTS_SECONDS`` (the common case:
 most users hold no share, and most requests then skip even the generation read). This can only
@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session
 
 from oxidav.authz.engine import RequestAuthz
 from oxidav.authz.generation import local_changes
+from oxidav.authz.mount_names import assign_names, names_to_check, save, stem, stored_names
 from oxidav.authz.resources import Resource
 from oxidav.authz.views import TreeView
 from oxidav.db import Database
@@ -144,37 +145,13 @@ def involves_mounts(folder: str, tree_path: str) -> bool:
     )
 
 
-def _candidate(name: str, is_folder: bool, n: int) -> str:
-    """``name`` with `` (n)`` before a file's extension (Nextcloud's collision names)."""
-    if n == 1:
-        return name
-    stem, dot, ext = name.rpartition(".")
-    if is_folder or not dot or not stem:
-        return f"{name} ({n})"
-    return f"{stem} ({n}).{ext}"
-
-
-def _stem(name: str, is_folder: bool) -> str:
-    stem, dot, _ = name.rpartition(".")
-    return name if is_folder or not dot or not stem else stem
-
-
-def name_mounts(shared: Sequence[tuple[NodeInfo, str]], taken: set[str]) -> tuple[Mount, ...]:
-    """Mount names for ``shared`` (node, owner) next to the user's own ``taken`` names."""
-    used = set(taken)
-    mounts: list[Mount] = []
-    for node, owner in sorted(shared, key=lambda item: (_base(item[0], item[1]), item[0].id)):
-        base = _base(node, owner)
-        n = 1
-        while (name := _candidate(base, node.is_folder, n)) in used:
-            n += 1
-        used.add(name)
-        mounts.append(Mount(name, node, owner))
-    return tuple(sorted(mounts, key=lambda m: m.name))
-
-
-def _base(node: NodeInfo, owner: str) -> str:
-    return node.name or owner  # a shared root folder is named after its owner
+def name_mounts(
+    shared: Sequence[tuple[NodeInfo, str]], names: Mapping[int, str]
+) -> tuple[Mount, ...]:
+    """The mounts of ``shared`` (node, owner) under their ``names`` (by node id), by name."""
+    return tuple(
+        sorted((Mount(names[node.id], node, owner) for node, owner in shared), key=lambda m: m.name)
+    )
 
 
 class MountService:
@@ -229,15 +206,20 @@ class MountService:
             return empty
         with self.db.read() as session:
             folder = resolve(session, me, self.folder)
+            stored = stored_names(session, me)
         if folder is None and not make_folder:
-            return MountTable(me, principal.username, self.folder, name_mounts(shared, set()))
+            names, _ = assign_names(shared, stored, set())
+            return MountTable(me, principal.username, self.folder, name_mounts(shared, names))
         if folder is None:
             folder = self._make_folder(me)
         if folder is None or not folder.is_folder:
             return empty
         with self.db.read() as session:
-            taken = _taken_names(session, folder.id, [(n, o) for n, o in shared])
-        return MountTable(me, principal.username, self.folder, name_mounts(shared, taken))
+            taken = _taken_names(session, folder.id, names_to_check(shared, stored))
+        names, plan = assign_names(shared, stored, taken)
+        if plan and make_folder:
+            save(self.db, me, plan)
+        return MountTable(me, principal.username, self.folder, name_mounts(shared, names))
 
     def _make_folder(self, user_id: int) -> NodeInfo | None:
         """Create the share folder (and its parents) in the user's tree, as Nextcloud does."""
@@ -270,15 +252,12 @@ def _shared_nodes(session: Session, wanted: dict[int, int]) -> list[tuple[NodeIn
     return found
 
 
-def _taken_names(
-    session: Session, folder_id: int, shared: Sequence[tuple[NodeInfo, str]]
-) -> set[str]:
+def _taken_names(session: Session, folder_id: int, names: Sequence[tuple[str, bool]]) -> set[str]:
     """The user's own names in the mount folder that a mount's name could collide with."""
     conditions: list[Any] = []
-    for node, owner in shared:
-        base = _base(node, owner)
-        conditions.append(Node.name == base)
-        conditions.append(Node.name.startswith(_stem(base, node.is_folder) + " (", autoescape=True))
+    for name, is_folder in names:
+        conditions.append(Node.name == name)
+        conditions.append(Node.name.startswith(stem(name, is_folder) + " (", autoescape=True))
     stmt = select(Node.name).where(
         Node.parent_id == folder_id, Node.trashed_at.is_(None), or_(*conditions)
     )

@@ -13,9 +13,10 @@ through the tree's read API, and every question that ``http_actions.questions`` 
 method is put to the grant engine. A denial carries the engine's status: 404 when the caller
 holds no bit there (a 403 would reveal that the resource exists), 403 when they can already
 see it. A resource that does not exist answers 404 as well. The verdict carries the
-``TreeView`` by which the files provider serves it. A mount point itself cannot be moved,
-renamed or overwritten (403); DELETE of it removes the caller's own grant (Nextcloud's
-"unshare"), and is refused (403) for a group's.
+``TreeView`` by which the files provider serves it. MOVE of a mount point to a free name in
+the share folder renames it for the caller alone (its stored name, ``mount_names``); it cannot
+be moved elsewhere or overwritten (403); DELETE of it removes the caller's own grant
+(Nextcloud's "unshare"), and is refused (403) for a group's.
 
 **Writers outside the files provider** (Nextcloud bulk upload, chunked-upload assembly) ask
 ``authorize_write``: a PUT's decision plus the owner's tree and path the file lands at. A
@@ -95,6 +96,9 @@ class Verdict:
     views: tuple[TreeView, ...] = ()
     #: DELETE of a mount point: the caller's own grant to revoke instead (Nextcloud's unshare).
     unshare: int | None = None
+    #: MOVE of a mount point within the share folder: the mount and its new name, stored for
+    #: the caller alone instead of moving anything (Nextcloud's rename of a ``file_target``).
+    rename_mount: tuple[Mount, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +196,7 @@ def authorize(
             written = authorize(authz, session, "PUT", destination or "", mounts=mounts)
             return written if not written.decision.allowed else Verdict(ALLOW)
         return Verdict(Decision(False, 404, "not a file tree path"))
-    refused = _mount_point_rules(session, authz, method.upper(), target, dest)
+    refused = _mount_point_rules(session, authz, method.upper(), target, dest, mounts)
     if refused is not None:
         return refused
     owner_id = target.owner_id
@@ -291,12 +295,14 @@ def _mount_point_rules(
     method: str,
     target: _TreePlace,
     dest: _TreePlace | None,
+    mounts: MountTable | None,
 ) -> Verdict | None:
     """What a recipient may do to a mount point itself (not to what is inside it).
 
     DELETE removes the share for the caller, as in Nextcloud, when it is their own grant (a
-    share with a group cannot be left by one member: 403). A mount point cannot be moved,
-    renamed or overwritten (its name is computed, not stored): 403.
+    share with a group cannot be left by one member: 403). MOVE to a free name in the share
+    folder renames the mount for the caller alone (``_rename_rule``). A mount point cannot be
+    moved elsewhere or overwritten: 403; MKCOL of it is 405 (it exists, RFC 4918 §9.3.1).
     """
     if target.at_mount_point and method == "DELETE":
         assert target.mount is not None
@@ -313,10 +319,37 @@ def _mount_point_rules(
             return Verdict(Decision(False, 403, why))
         return Verdict(ALLOW, unshare=int(grant_id))
     if target.at_mount_point and method == "MOVE":
-        return Verdict(Decision(False, 403, "a mount point cannot be moved or renamed"))
+        return _rename_rule(session, authz, target, dest, mounts)
+    if target.at_mount_point and method in ("MKCOL", "MKCALENDAR"):
+        # The caller's own node cannot take a mount's name: the path names the mount.
+        return Verdict(Decision(False, 405, "a mount point exists at this name"))
     if dest is not None and dest.at_mount_point and method in ("MOVE", "COPY"):
         return Verdict(Decision(False, 403, "a mount point cannot be overwritten"))
     return None
+
+
+def _rename_rule(
+    session: Session,
+    authz: RequestAuthz,
+    target: _TreePlace,
+    dest: _TreePlace | None,
+    mounts: MountTable | None,
+) -> Verdict:
+    """MOVE of a mount point: a rename for the caller alone when the destination is a free
+    name in their share folder; 403 otherwise (another folder, another mount, or a name one of
+    their own files or folders holds: a mount never replaces anything)."""
+    assert target.mount is not None
+    me = authz.principal
+    if dest is not None and dest.at_mount_point:
+        return Verdict(Decision(False, 403, "a mount point cannot be overwritten"))
+    if dest is None or mounts is None or dest.owner != me.username or dest.mount is not None:
+        return Verdict(Decision(False, 403, "a mount point can only be renamed in its folder"))
+    folder, _, name = dest.tree_path.rpartition("/")
+    if folder != mounts.folder or not name:
+        return Verdict(Decision(False, 403, "a mount point can only be renamed in its folder"))
+    if resolve(session, me.user_id, dest.tree_path) is not None:
+        return Verdict(Decision(False, 403, "a mount point cannot replace a file or folder"))
+    return Verdict(ALLOW, rename_mount=(target.mount, name))
 
 
 def _missing_parent(authz: RequestAuthz, nodes: _Nodes, folder_path: str) -> Decision:

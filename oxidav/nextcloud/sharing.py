@@ -157,7 +157,7 @@ class SharingApp:
                     )
             if method == "POST":
                 with db.write() as session:
-                    return self.shares.create(
+                    made = self.shares.create(
                         session,
                         principal,
                         path=params.get("path", ""),
@@ -166,6 +166,8 @@ class SharingApp:
                         permissions=_int(params, "permissions", DEFAULT_SHARE_PERMISSIONS) or 0,
                         expire_date=params.get("expireDate", ""),
                     )
+                self.shares.name_mount(made)
+                return made
             raise ShareError(405, "Method not allowed")
         if not tail.isdigit():
             raise ShareError(404, "Wrong share ID, share doesn't exist")

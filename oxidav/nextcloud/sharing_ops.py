@@ -193,6 +193,22 @@ class ShareService:
             raise ShareError(400, str(exc)) from None
         return self.get(session, principal, grant_id)
 
+    def name_mount(self, share: dict[str, Any]) -> None:
+        """Name a new user share in its recipient's tree now, as Nextcloud sets the share's
+        ``file_target`` when it is made, so that a later share with the same name cannot come
+        first (a group's members are named on first sight); ``file_target`` answers it."""
+        if share.get("share_type") != SHARE_USER:
+            return
+        recipient = str(share.get("share_with") or "")
+        with self.engine.db.read() as session:
+            found = session.scalar(select(User.id).where(User.username == recipient))
+        if found is None:
+            return
+        table = self.mounts.table(self.engine.request(Principal(int(found), recipient)))
+        for mount in table.mounts:
+            if mount.node.id == share.get("item_source"):
+                share["file_target"] = f"{table.folder}/{mount.name}"
+
     def _visible_row(self, session: Session, principal: Principal, share_id: int) -> Grant:
         row = session.get(Grant, share_id)
         if row is None or not ResourceKind(row.resource_kind).is_node:

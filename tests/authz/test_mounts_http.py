@@ -176,8 +176,10 @@ def test_moves_across_the_mount_boundary_cross_trees(server: LiveServer) -> None
     assert bob(server, "PUT", BOB + "/loose.txt", b"newer") == 204
     assert bob(server, "COPY", BOB + "/loose.txt", Destination=BOB + "/Shared/l.txt") == 204
     assert server.request("GET", ALICE + "/Shared/l.txt").body == b"newer"
-    # A mount point itself is neither renamed nor overwritten.
-    assert bob(server, "MOVE", BOB + "/Shared", Destination=BOB + "/Renamed") == 403
+    # A mount point itself is neither moved out of the share folder nor overwritten (a
+    # rename within it is the recipient's own: test_mount_names_http).
+    assert bob(server, "MKCOL", BOB + "/Elsewhere") == 201
+    assert bob(server, "MOVE", BOB + "/Shared", Destination=BOB + "/Elsewhere/Shared") == 403
     assert bob(server, "COPY", BOB + "/loose.txt", Destination=BOB + "/Shared") == 403
     # Within the share, as before.
     copy = {"Destination": BOB + "/Shared/sub/a-copy.txt"}

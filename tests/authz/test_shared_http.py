@@ -119,9 +119,13 @@ def test_editor_writes_land_in_the_owners_tree(server: LiveServer) -> None:
     assert bob(server, "MOVE", MOUNT + "/new.txt", **move) == 201
     assert bob(server, "DELETE", MOUNT + "/b.txt") == 204
     assert server.request("GET", ALICE + "/Shared/b.txt").status == 404
-    # Out of the shared folder: still nothing, and the shared folder itself stays put.
+    # Out of the shared folder: still nothing, and the shared folder itself stays put (a MOVE
+    # of the mount point renames bob's mount only).
     assert bob(server, "PUT", ALICE + "/outside.txt", b"x") == 404
-    assert bob(server, "MOVE", MOUNT, Destination=BOB + "/Elsewhere") == 403
+    assert bob(server, "MOVE", MOUNT, Destination=BOB + "/Elsewhere") == 201
+    assert server.request("GET", ALICE + "/Shared/a.txt").status == 200
+    assert server.request("GET", ALICE + "/Elsewhere").status == 404
+    assert bob(server, "MOVE", BOB + "/Elsewhere", Destination=MOUNT) == 201
     out = {"Destination": ALICE + "/moved.txt"}
     assert bob(server, "MOVE", MOUNT + "/a.txt", **out) == 404
     # Between two users' trees: the rows cross over (a root folder never moves).
