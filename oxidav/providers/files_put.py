@@ -73,7 +73,7 @@ from oxidav.tree import (
     read_write_context,
     write_file,
 )
-from oxidav.tree.drops import place_drop
+from oxidav.tree.drops import MAX_DROP_DEPTH, place_drop
 from oxidav.tree.names import parent_path
 
 #: Bodies declared longer than this are checked against the quota before they are read;
@@ -260,6 +260,8 @@ class _Put:
         below = target.tree_path[len(drop_root) :]
         if target.tree_path == drop_root or not target.tree_path.startswith(drop_root + "/"):
             raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
+        if below.count("/") > MAX_DROP_DEPTH:
+            raise DAVError(HTTP_BAD_REQUEST, f"a drop is at most {MAX_DROP_DEPTH} names deep")
         if length is not None and length > QUOTA_PRECHECK:
             _used, available = self.backend.quota(environ, target.user_id)
             if available is not None and length > available:

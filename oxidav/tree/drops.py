@@ -11,6 +11,8 @@ Nextcloud's ``FilesDropPlugin`` places it):
 - the file takes the first free name of ``name.ext``, ``name (2).ext``, ``name (3).ext``, …
   (Nextcloud's ``getNonExistingName``), found in one query over the folder's children whose
   names start with ``name``. A name that would grow past ``MAX_NAME_CHARS`` is shortened.
+
+A drop is at most ``MAX_DROP_DEPTH`` names deep (400 beyond: a rule on the request alone).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from sqlalchemy import select
 
 from oxidav.db import Transaction, core, utcnow
 from oxidav.db.models.tree import Node
-from oxidav.tree.errors import NotFound
+from oxidav.tree.errors import InvalidName, NotFound
 from oxidav.tree.names import MAX_NAME_CHARS, join_path, split_path
-from oxidav.tree.nodes import FOLDER_MIME, child, lock_tree, new_etag, propagate, resolve
+from oxidav.tree.nodes import FOLDER_MIME, child, lock_tree, new_etag, resolve
 from oxidav.tree.types import NodeInfo
 from oxidav.tree.writes import insert_node
 
 _COUNTED = re.compile(r" \((\d+)\)$")
+#: A drop names at most this many segments below its folder (each folder on the way may be
+#: looked up and made: the work of one request stays bounded).
+MAX_DROP_DEPTH = 64
 #: Room a numbered name needs beside its stem: `` (N)`` with N of up to 12 digits.
 _NUMBER_ROOM = 15
 
@@ -88,7 +93,8 @@ def _new_folder(session: Transaction, user_id: int, parent: NodeInfo, name: str)
             "mime_type": FOLDER_MIME,
         },
     )
-    propagate(session, user_id, parent.path, 0, now)
+    # No roll-up here: the file written next in this transaction rolls up every folder above
+    # it, the new ones included (one statement, whatever the depth).
     return folder
 
 
@@ -116,8 +122,9 @@ def _folder_for(session: Transaction, user_id: int, parent: NodeInfo, name: str)
 def place_drop(session: Transaction, user_id: int, root: str, below: str) -> str:
     """The tree path a file dropped at ``below`` (relative to the drop folder ``root``, e.g.
     ``"/a/b/name.ext"``) is written to, making the folders on the way. Takes the tree lock;
-    the caller writes the file in the same transaction. ``NotFound`` when ``root`` is not a
-    live folder or ``below`` names no file."""
+    the caller writes the file in the same transaction (its roll-up covers the folders made
+    here). ``NotFound`` when ``root`` is not a live folder or ``below`` names no file;
+    ``InvalidName`` when ``below`` is deeper than ``MAX_DROP_DEPTH``."""
     lock_tree(session, user_id)
     folder = resolve(session, user_id, root)
     if folder is None or not folder.is_folder:
@@ -125,6 +132,8 @@ def place_drop(session: Transaction, user_id: int, root: str, below: str) -> str
     parts = split_path(below)
     if not parts:
         raise NotFound("a drop needs a file name")
+    if len(parts) > MAX_DROP_DEPTH:
+        raise InvalidName(f"a drop is at most {MAX_DROP_DEPTH} names deep")
     for segment in parts[:-1]:
         folder = _folder_for(session, user_id, folder, segment)
     return join_path([*split_path(folder.path), free_name(session, folder.id, parts[-1])])

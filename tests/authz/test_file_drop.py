@@ -18,6 +18,7 @@ from urllib.parse import unquote
 import pytest
 
 from oxidav.authz.links import LinkMode
+from oxidav.tree.drops import MAX_DROP_DEPTH
 from tests.authz.test_public_links import ALICE, _populate, make_link
 from tests.support.live import LiveServer
 
@@ -93,6 +94,15 @@ def test_a_drop_into_folders_makes_them_and_never_writes_over_a_file(server: Liv
     assert _alice_reads(server, "/P/a.txt") == b"alpha"
     assert _alice_reads(server, "/P/a.txt%20(2)/x.txt") == b"under a file"
     assert _alice_reads(server, "/P/a.txt%20(2)/y.txt") == b"beside it"
+
+
+def test_a_drop_is_bounded_in_depth(server: LiveServer) -> None:
+    _, ask = _asker(server, "dav-files", make_link(server, "/P", mode=LinkMode.UPLOAD))
+    deep = "/d" * (MAX_DROP_DEPTH - 1)
+    assert ask("PUT", deep + "/f.txt", b"deep") == (201, b"")
+    assert ask("PUT", deep + "/d/f.txt", b"deeper")[0] == 400
+    assert _alice_reads(server, "/P" + deep + "/f.txt") == b"deep"
+    assert server.request("GET", ALICE + "/P" + deep + "/d").status == 404
 
 
 _VOLATILE = re.compile(
