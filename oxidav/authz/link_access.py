@@ -30,9 +30,10 @@ never on what exists. A PUT is admitted and lands under a free name (``TreeView.
 ``oxidav.tree.drops``: ``a.txt`` again becomes ``a (2).txt``, answered 201 like any new
 file); a MKCOL is answered 201 and makes nothing (``drop_mkcol``: folders come with the files
 put into them, as Nextcloud's ``FilesDropPlugin`` pretends every folder exists); OPTIONS and a
-depth-0 PROPFIND of the link's own folder (always there) are admitted; every other request —
-those two below the root, GET, HEAD, deeper PROPFINDs, DELETE, MOVE, COPY, LOCK, PROPPATCH —
-is 403 on any path.
+depth-0 PROPFIND of the link's own folder (always there; the files provider shows it with size
+0, its creation time and a fixed etag, so nothing in it moves with what it holds) are admitted;
+every other request — those two below the root, GET, HEAD, deeper PROPFINDs, DELETE, MOVE,
+COPY, LOCK, PROPPATCH — is 403 on any path.
 """
 
 from __future__ import annotations

@@ -183,6 +183,22 @@ def test_the_root_answers_alike_whatever_the_folder_holds(server: LiveServer) ->
     assert full("PUT", "/", b"x")[0] == empty("PUT", "/", b"x")[0] == 405
 
 
+_ROOT_PROPS = (
+    b'<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">'
+    b"<d:prop><d:getetag/><d:getlastmodified/><d:quota-used-bytes/><oc:size/>"
+    b"<d:getcontentlength/></d:prop></d:propfind>"
+)
+
+
+def test_the_roots_properties_do_not_move_with_what_it_holds(server: LiveServer) -> None:
+    _, ask = _asker(server, "dav-files", make_link(server, "/P", mode=LinkMode.UPLOAD))
+    before = ask("PROPFIND", "/", _ROOT_PROPS, {"Depth": "0"})
+    assert before[0] == 207 and b"<D:quota-used-bytes>0<" in before[1]
+    assert server.request("PUT", ALICE + "/P/sub/more.txt", b"more bytes").status == 201
+    assert ask("PUT", "/dropped.txt", b"dropped")[0] == 201
+    assert ask("PROPFIND", "/", _ROOT_PROPS, {"Depth": "0"}) == before
+
+
 def _start_put(server: LiveServer, path: str, body: bytes) -> socket.socket:
     """A PUT whose head and all but the last byte of its body are sent (the server is then
     reading the body, past every decision)."""
