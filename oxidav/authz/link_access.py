@@ -23,6 +23,17 @@
 ``decide`` says whether a method may run on a path below the link, by mode; ``view`` maps the
 link onto its owner's tree (``TreeView``) so the files provider serves it. Every denial writes
 one audit line on ``oxidav.audit``.
+
+A file drop (``LinkMode.UPLOAD``, Nextcloud's permissions 4) never tells what its folder holds:
+every decision is taken on the method, the depth and whether the path is the link's root —
+never on what exists. A PUT is admitted and lands under a free name (``TreeView.drop``,
+``oxidav.tree.drops``: ``a.txt`` again becomes ``a (2).txt``, answered 201 like any new
+file); a MKCOL is answered 201 and makes nothing (``drop_mkcol``: folders come with the files
+put into them, as Nextcloud's ``FilesDropPlugin`` pretends every folder exists); OPTIONS and a
+depth-0 PROPFIND of the link's own folder (always there; the files provider shows it with size
+0, its creation time and a fixed etag, so nothing in it moves with what it holds) are admitted;
+every other request — those two below the root, GET, HEAD, deeper PROPFINDs, DELETE, MOVE,
+COPY, LOCK, PROPPATCH — is 403 on any path.
 """
 
 from __future__ import annotations
@@ -54,7 +65,7 @@ audit = logging.getLogger("oxidav.audit")
 #: How long a link cookie stays valid (the password is asked again after this).
 COOKIE_SECONDS = 12 * 3600
 READ_METHODS = frozenset({"GET", "HEAD", "PROPFIND", "OPTIONS"})
-UPLOAD_METHODS = frozenset({"PUT", "MKCOL", "OPTIONS"})
+UPLOAD_METHODS = frozenset({"PUT", "MKCOL"})
 EDIT_METHODS = READ_METHODS | {
     "PUT",
     "MKCOL",
@@ -253,12 +264,11 @@ class LinkGate:
         *,
         depth: str = "0",
         destination_inside: bool | None = None,
-        target_exists: Callable[[], bool] = lambda: False,
     ) -> Decision:
         """May ``method`` run on ``rel_path`` (below the link's root: ``""`` or ``"/a/b"``)?
 
         ``destination_inside``: for COPY/MOVE, whether the Destination lies below the same
-        link (None: no Destination). ``target_exists`` is asked only for an upload-only PUT.
+        link (None: no Destination). Nothing here looks at what exists below the link.
         """
         mode = link.mode
         at_root = rel_path.strip("/") == ""
@@ -267,12 +277,11 @@ class LinkGate:
                 return ALLOW
             return Decision(False, 403, "this link is read-only")
         if mode is LinkMode.UPLOAD:
-            if method == "OPTIONS" or (method == "PROPFIND" and at_root and depth == "0"):
+            # Only the root, which is always there, is described; nothing below it.
+            if at_root and (method == "OPTIONS" or (method == "PROPFIND" and depth == "0")):
                 return ALLOW
             if method not in UPLOAD_METHODS:
                 return Decision(False, 403, "this link is upload-only")
-            if method == "PUT" and target_exists():
-                return Decision(False, 403, "an upload-only link never overwrites")
             return ALLOW
         if method not in EDIT_METHODS:
             return Decision(False, 403, f"{method} is not available through a link")
@@ -284,5 +293,13 @@ class LinkGate:
 
     @staticmethod
     def view(link: LiveLink, url_root: str) -> TreeView:
-        """The link's tree, served at ``url_root`` (a decoded path, no trailing slash)."""
-        return TreeView(link.owner, link.owner_id, url_root.rstrip("/"), link.node_path)
+        """The link's tree, served at ``url_root`` (a decoded path, no trailing slash); a
+        file drop's view places every PUT under a free name."""
+        drop = link.mode is LinkMode.UPLOAD
+        return TreeView(link.owner, link.owner_id, url_root.rstrip("/"), link.node_path, drop)
+
+    @staticmethod
+    def drop_mkcol(link: LiveLink, method: str) -> bool:
+        """Whether this request is a file drop's MKCOL: answered 201 without making anything,
+        whatever exists (the folders come with the files put into them)."""
+        return link.mode is LinkMode.UPLOAD and method == "MKCOL"

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_MEDIATYPE_NOT_SUPPORTED, DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.authz.basic_auth import parse_basic_credentials
@@ -34,7 +34,7 @@ from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, link_principal
 from oxidav.authz.login_refusals import HTTP_SERVICE_UNAVAILABLE, HTTP_TOO_MANY_REQUESTS
 from oxidav.authz.policy import destination_path
 from oxidav.authz.views import ENVIRON_VIEWS
-from oxidav.tree import InvalidName, normalize_path, resolve
+from oxidav.tree import InvalidName, normalize_path
 
 #: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.
 ENVIRON_LINK = "oxidav.links.opened"
@@ -66,6 +66,22 @@ def _valid_tree_path(tree_path: str | None) -> bool:
     return True
 
 
+def _pretend_created(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """A file drop's MKCOL: 201 and nothing made, whatever the path names (RFC 4918 §9.3.1's
+    415 for a body is kept: that depends on the request alone). The path's names are checked
+    as for any creation."""
+    if environ.get("CONTENT_LENGTH", "").strip() not in ("", "0") or environ.get(
+        "HTTP_TRANSFER_ENCODING"
+    ):
+        raise DAVError(HTTP_MEDIATYPE_NOT_SUPPORTED, "MKCOL with a body is not supported")
+    try:
+        normalize_path(environ.get("PATH_INFO", ""))
+    except InvalidName as exc:
+        raise DAVError(HTTP_BAD_REQUEST, str(exc)) from None
+    start_response("201 Created", [("Content-Length", "0")])
+    return [b""]
+
+
 class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
     def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
         super().__init__(wsgidav_app, next_app, config)
@@ -93,29 +109,19 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         if raw_destination:
             inside = _valid_tree_path(view.tree_path(destination_path(raw_destination)))
 
-        def target_exists() -> bool:
-            tree_path = view.tree_path(path)
-            if tree_path is None:
-                return False
-            try:
-                normalized = normalize_path(tree_path)
-            except InvalidName:
-                return False
-            with self.gate.db.read() as session:
-                return resolve(session, link.owner_id, normalized) is not None
-
         decision = self.gate.decide(
             link,
             method,
             rel_path,
             depth=environ.get("HTTP_DEPTH", "infinity").strip().lower(),
             destination_inside=inside,
-            target_exists=target_exists,
         )
         if not decision.allowed:
             address = environ.get("REMOTE_ADDR", "")
             deny_line(link.token, link.id, f"{method} {path}", decision, address)
             raise DAVError(decision.status, decision.reason)
+        if self.gate.drop_mkcol(link, method):
+            return _pretend_created(environ, start_response)
         environ[ENVIRON_VIEWS] = [view]
         environ["wsgidav.auth.user_name"] = ""
         # Locks taken through the link are held by the link (released with it).

@@ -5,7 +5,8 @@ in the recipient's tree (``/remote.php/dav/files/bob/Photos/…`` served from al
 ``/Photos``), or a public link (``/public.php/webdav/…`` served from the link's folder) — the
 authz layer decides it and leaves one ``TreeView`` per mapped URL prefix in
 ``environ[ENVIRON_VIEWS]``. The files provider maps every path below ``url_root`` into
-``owner``'s tree at ``tree_root``; hrefs stay in the URL space the client asked in.
+``owner``'s tree at ``tree_root``; hrefs stay in the URL space the client asked in. A view
+marked ``drop`` places every PUT under a free name (an upload-only link, ``link_access``).
 
 This module only carries the decision; the decision itself is made in ``oxidav.authz``.
 """
@@ -32,6 +33,9 @@ class TreeView:
     owner_id: int
     url_root: str
     tree_root: str
+    #: A file drop (an upload-only link): a PUT lands under a free name (``oxidav.tree.drops``)
+    #: and never overwrites, whatever the folder holds.
+    drop: bool = False
 
     def tree_path(self, url_path: str) -> str | None:
         """The owner's tree path for a decoded URL path, or None if it is not below the view."""

@@ -22,6 +22,7 @@ mount is honoured through the other.
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -160,6 +161,8 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
         if node is None:
             return None
         node = self._as_seen(path, environ, target, node)
+        if node.is_folder and views_of(environ):
+            node = self._as_drop_root(path, environ, node)
         cls = FolderResource if node.is_folder else FileResource
         return cls(path, environ, target, node, None)
 
@@ -180,6 +183,15 @@ class FilesProvider(DAVProvider):  # type: ignore[misc]
             name = unicodedata.normalize("NFC", found[0].url_root.rsplit("/", 1)[1])
             return node._replace(name=name)
         return node
+
+    def _as_drop_root(self, path: str, environ: dict[str, Any], node: NodeInfo) -> NodeInfo:
+        """A file drop's own folder (the one node a dropper may describe) carries nothing that
+        moves with what it holds: size 0, its creation time, an etag of its id alone."""
+        found = view_for(environ, self.share_path + path)
+        if found is None or not found[0].drop or found[1] != found[0].tree_root:
+            return node
+        etag = hashlib.sha256(f"oxidav drop {node.id}".encode()).hexdigest()[:16]
+        return node._replace(size=0, mtime=node.created_at, etag=etag)
 
     def exists(self, path: str, environ: dict[str, Any]) -> bool:
         return self.get_resource_inst(path, environ) is not None

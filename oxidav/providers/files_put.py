@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +52,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
+from oxidav.authz.views import view_for
 from oxidav.blobs import IncompleteContentError
 from oxidav.blobs.ingest import PendingContent, StoredContent
 from oxidav.db import Transaction
@@ -72,6 +73,7 @@ from oxidav.tree import (
     read_write_context,
     write_file,
 )
+from oxidav.tree.drops import MAX_DROP_DEPTH, place_drop
 from oxidav.tree.names import parent_path
 
 #: Bodies declared longer than this are checked against the quota before they are read;
@@ -129,8 +131,11 @@ def handle_put(
     length = _content_length(environ)
     mtime = _mtime(environ)
     put = _Put(provider, server, environ, path, target, mtime)
+    viewed = view_for(environ, provider.share_path + path)
     try:
-        if (
+        if viewed is not None and viewed[0].drop:
+            result = put.dropped(length, viewed[0].tree_root)
+        elif (
             length is not None
             and length <= ONE_TRANSACTION_MAX
             and target.tree_path != ""
@@ -241,6 +246,41 @@ class _Put:
                 new_member=checked.res is None,
             )
             return self.write(transaction, stored, checked, context)
+
+    def dropped(self, length: int | None, drop_root: str) -> WriteResult:
+        """A PUT through a file drop (``TreeView.drop``): the file lands under the first free
+        name at its place (``oxidav.tree.drops``), chosen in the write's transaction under the
+        tree lock, so the answer — 201 — is the same whatever the folder holds. The target's
+        state is never looked at: If-Match is 412 (the new file never existed), If-None-Match
+        and If are ignored (what they would test is never overwritten), and so are lock tokens:
+        a lock held in the folder (never the dropper's) refuses the drop with 423."""
+        target, environ = self.target, self.environ
+        if "HTTP_IF_MATCH" in environ:
+            raise DAVError(HTTP_PRECONDITION_FAILED, "If-Match: a dropped file is always new")
+        below = target.tree_path[len(drop_root) :]
+        if target.tree_path == drop_root or not target.tree_path.startswith(drop_root + "/"):
+            raise DAVError(HTTP_METHOD_NOT_ALLOWED, "cannot PUT to a collection")
+        if below.count("/") > MAX_DROP_DEPTH:
+            raise DAVError(HTTP_BAD_REQUEST, f"a drop is at most {MAX_DROP_DEPTH} names deep")
+        if length is not None and length > QUOTA_PRECHECK:
+            _used, available = self.backend.quota(environ, target.user_id)
+            if available is not None and length > available:
+                raise dav_error(QuotaExceeded(f"{length} bytes exceed the quota"))
+        stored = _ingest(self.backend, environ, length)
+        with self.backend.db.write_core() as transaction:
+            path = place_drop(transaction, target.user_id, drop_root, below)
+            placed = Target(target.username, target.user_id, path)
+            lock_manager = self.provider.lock_manager
+            if isinstance(lock_manager, DbLockManager):
+                lock_manager.check_put_in(
+                    transaction,
+                    url=self.provider.ref_url(placed, False),
+                    token_list=[],
+                    principal=environ.get("wsgidav.user_name", ""),
+                    new_member=True,
+                )
+            checked = _Checked(None, None, require_absent=True)
+            return replace(self, target=placed).write(transaction, stored, checked, None)
 
     def write(
         self,

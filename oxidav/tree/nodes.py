@@ -86,7 +86,7 @@ _ROLL_UP_BY_DEPTH = tuple(
 )
 
 
-def resolve(session: Session, user_id: int, path: str) -> NodeInfo | None:
+def resolve(session: Transaction, user_id: int, path: str) -> NodeInfo | None:
     """The live node at ``path`` (materialized form, see ``names.normalize_path``)."""
     row = core(session).execute(_BY_PATH, {"user_id": user_id, "path": path}).first()
     return None if row is None else NodeInfo.from_row(row)
@@ -104,7 +104,7 @@ def get_node(session: Session, node_id: int) -> NodeInfo | None:
     return None if row is None else NodeInfo.from_row(row)
 
 
-def child(session: Session, parent_id: int, name: str) -> NodeInfo | None:
+def child(session: Transaction, parent_id: int, name: str) -> NodeInfo | None:
     """The live child ``name`` of folder ``parent_id``."""
     row = core(session).execute(_CHILD, {"parent_id": parent_id, "name": name}).first()
     return None if row is None else NodeInfo.from_row(row)

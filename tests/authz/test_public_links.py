@@ -324,10 +324,13 @@ def test_upload_only_link(server: LiveServer) -> None:
     token = make_link(server, "/P", mode=LinkMode.UPLOAD)
     assert as_link(server, "PUT", DAV + "/drop.txt", token, body=b"dropped")[0] == 201
     assert server.request("GET", ALICE + "/P/drop.txt").body == b"dropped"
-    # No overwrite, no reading, no listing.
-    assert as_link(server, "PUT", DAV + "/drop.txt", token, body=b"again")[0] == 403
-    assert as_link(server, "PUT", DAV + "/a.txt", token, body=b"evil")[0] == 403
+    # No overwrite (a name taken lands under a new one, answered alike), no reading, no listing.
+    assert as_link(server, "PUT", DAV + "/drop.txt", token, body=b"again")[0] == 201
+    assert as_link(server, "PUT", DAV + "/a.txt", token, body=b"evil")[0] == 201
     assert server.request("GET", ALICE + "/P/a.txt").body == b"alpha"
+    assert server.request("GET", ALICE + "/P/drop.txt").body == b"dropped"
+    assert server.request("GET", ALICE + "/P/drop%20(2).txt").body == b"again"
+    assert server.request("GET", ALICE + "/P/a%20(2).txt").body == b"evil"
     assert as_link(server, "GET", DAV + "/drop.txt", token)[0] == 403
     assert as_link(server, "PROPFIND", DAV + "/", token, headers={"Depth": "1"})[0] == 403
     assert as_link(server, "PROPFIND", DAV + "/", token, headers={"Depth": "0"})[0] == 207
