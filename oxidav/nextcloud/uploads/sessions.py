@@ -322,13 +322,20 @@ def purge_stale(
     chain: BlobChain,
     now: datetime | None = None,
     older_than: timedelta = STALE_AFTER,
+    limit: int | None = None,
 ) -> int:
     """Drop every session idle for ``older_than`` (default ``STALE_AFTER``) with its chunk
-    references; one transaction each. Returns how many."""
+    references, at most ``limit`` of them (oldest first); one transaction each. Returns how
+    many."""
     cutoff = (now or utcnow()) - older_than
     with db.read() as session:
         ids = list(
-            session.scalars(select(UploadSession.id).where(UploadSession.updated_at < cutoff))
+            session.scalars(
+                select(UploadSession.id)
+                .where(UploadSession.updated_at < cutoff)
+                .order_by(UploadSession.updated_at, UploadSession.id)
+                .limit(limit)
+            )
         )
     for session_id in ids:
         with db.write() as session:
