@@ -32,6 +32,7 @@ from oxidav.tree.nodes import (
     resolve,
 )
 from oxidav.tree.quota import OWN_LIMIT_COLUMN, check_limit, effective_limit
+from oxidav.tree.trash_room import make_room
 from oxidav.tree.types import NODE_COLUMNS, ContentFacts, ContentRefs, NodeInfo
 
 
@@ -168,7 +169,9 @@ def write_file(
     size = content.size if content is not None else 0
     delta = size - (existing.size if existing is not None else 0)
     if delta > 0:
-        check_limit(effective_limit(own_limit, default_quota_bytes), root.size + delta)
+        limit = effective_limit(own_limit, default_quota_bytes)
+        check_limit(limit, root.size + delta)
+        make_room(session, refs, user_id, limit, root.size + delta)  # the trash's share shrank
     now = utcnow()
     values: dict[str, object] = {
         "size": size,
