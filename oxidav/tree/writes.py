@@ -145,12 +145,15 @@ def write_file(
     require_absent: bool = False,
     default_quota_bytes: int = 0,
     context: WriteContext | None = None,
+    expire_trash: bool = False,
 ) -> WriteResult:
     """Make ``content`` (None: the empty content) the current version of the file at ``path``.
 
     ``require_etag``: the file must still exist with this etag (If-Match, RFC 9110 §13.1.1).
     ``require_absent``: the file must still not exist (If-None-Match: *, §13.1.2).
     ``context``: what ``read_write_context`` already read in this transaction.
+    ``expire_trash``: a growing write expires the oldest trash beyond its share of the free
+    space (``oxidav.tree.trash_room``; the client-facing writers ask for it).
     """
     if context is None:
         context = read_write_context(session, user_id, path)
@@ -171,7 +174,8 @@ def write_file(
     if delta > 0:
         limit = effective_limit(own_limit, default_quota_bytes)
         check_limit(limit, root.size + delta)
-        make_room(session, refs, user_id, limit, root.size + delta)  # the trash's share shrank
+        if expire_trash:
+            make_room(session, refs, user_id, limit, root.size + delta)
     now = utcnow()
     values: dict[str, object] = {
         "size": size,

@@ -141,6 +141,7 @@ def finish_upload(
                 require_etag=required_etag(environ),
                 require_absent=require_absent,
                 default_quota_bytes=context.settings.default_quota_bytes,
+                expire_trash=True,
             )
             sessions.finish(session, context.chain, info.id)
     except QuotaExceeded as exc:
