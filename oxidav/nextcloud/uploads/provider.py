@@ -208,10 +208,9 @@ class Chunk(DAVNonCollection):  # type: ignore[misc]
         return self.context.chain.open(self.info.manifest_hash)
 
     def begin_write(self, *, content_type: str | None = None) -> _ChunkWriter:
-        self._check_room_before_body()
         return _ChunkWriter(self)
 
-    def _check_room_before_body(self) -> None:
+    def check_room_before_body(self) -> None:
         """507 before the body is read when the chunk's ``Content-Length``, or what is left of
         the upload's ``OC-Total-Length`` (this request's or the session's), does not fit."""
         length = _length(self.environ, "CONTENT_LENGTH") or 0
@@ -298,6 +297,16 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
             chunk = sessions.find_chunk(session, info.id, parts[2])
         return None if chunk is None else Chunk(path, environ, info, chunk)
 
+    def _chunk_for_put(self, path: str, environ: dict[str, Any]) -> Chunk | None:
+        """The chunk a PUT writes: the existing one, or a new one of an existing session."""
+        found = self.get_resource_inst(path, environ)
+        if found is not None:
+            return found if isinstance(found, Chunk) else None
+        parent = self.get_resource_inst(path.rstrip("/").rsplit("/", 1)[0] + "/", environ)
+        if isinstance(parent, SessionFolder):
+            return Chunk(path, environ, parent.info, None)
+        return None
+
     def custom_request_handler(
         self, environ: dict[str, Any], start_response: Any, default_handler: Any
     ) -> Iterable[bytes]:
@@ -306,5 +315,9 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
             if method == "MOVE" and environ["PATH_INFO"].rstrip("/").endswith("/" + ASSEMBLED):
                 return finish_upload(self, environ, start_response)
             raise DAVError(HTTP_FORBIDDEN, "only MOVE of .file is allowed here")
+        if method == "PUT":  # the quota, before WsgiDAV starts reading the body
+            chunk = self._chunk_for_put(environ["PATH_INFO"], environ)
+            if chunk is not None:
+                chunk.check_room_before_body()
         result: Iterable[bytes] = default_handler(environ, start_response)
         return result
