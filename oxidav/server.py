@@ -18,6 +18,7 @@ from oxidav.http_front import FrontServer
 from oxidav.response_guard import current_request_id
 from oxidav.services import Services
 from oxidav.settings import Settings
+from oxidav.sweeper import Sweeper
 
 log = logging.getLogger("oxidav.server")
 
@@ -84,9 +85,12 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     worker = threading.Thread(target=server.serve, name="cheroot", daemon=True)
     worker.start()
+    sweeper = Sweeper(services)
+    sweeper.start()
     stop.wait()
     server.stop()
     worker.join(timeout=10)
+    sweeper.stop()
     services.close()
     log.info("stopped")
     return 0

@@ -113,6 +113,12 @@ class Settings:
     #: Folder of each user's tree where files and folders shared with them appear (Nextcloud's
     #: ``share_folder``): ``/`` (the root) or e.g. ``/Shared``, created on first need.
     share_folder: str = "/"
+    #: Seconds between passes of the background sweep (abandoned upload sessions, blobs
+    #: unreferenced for ``sweep_grace_seconds``); 0 turns it off.
+    sweep_interval_seconds: float = 600.0
+    #: Content unreferenced for this long is collected by the sweep; must exceed the longest
+    #: upload (a chunk an ingest relies on could otherwise go before it commits).
+    sweep_grace_seconds: float = 3600.0
     log_level: str = "INFO"
 
     @property
@@ -189,6 +195,8 @@ def _validate(settings: Settings) -> None:
             f"must be between 0 and {INLINE_LIMIT}",
         ),
         ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
+        ("sweep_interval_seconds", settings.sweep_interval_seconds >= 0, "must not be negative"),
+        ("sweep_grace_seconds", settings.sweep_grace_seconds >= 60, "must be at least 60"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
         ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),
         (

@@ -87,6 +87,35 @@ def collect_garbage(
     return report
 
 
+def collect_some(
+    db: Database,
+    store: BlobStore,
+    grace_seconds: float,
+    max_batches: int,
+    *,
+    now: datetime | None = None,
+) -> GcReport:
+    """Steps 2 and 3 only, at most ``max_batches`` transactions of each (the background
+    sweep: bounded work per pass; no store listing). Orphan files are left to ``gc``."""
+    if grace_seconds < 0:
+        raise ValueError("the grace period cannot be negative")
+    now = now or utcnow()
+    cutoff = now - timedelta(seconds=grace_seconds)
+    report = GcReport()
+    for _ in range(max_batches):
+        removed = _collect_manifests(db, cutoff, now)
+        report.manifests_removed += removed
+        if removed < GC_BATCH:
+            break
+    for _ in range(max_batches):
+        count, size = _collect_chunks(db, store, cutoff)
+        report.chunks_removed += count
+        report.bytes_freed += size
+        if count < GC_BATCH:
+            break
+    return report
+
+
 def _adopt_orphan_files(db: Database, store: BlobStore, now: datetime) -> int:
     adopted = 0
     page: list[str] = []
@@ -183,4 +212,4 @@ def _collect_chunks(db: Database, store: BlobStore, cutoff: datetime) -> tuple[i
         return len(keys), sum(row.size for row in rows)
 
 
-__all__ = ["DEFAULT_GRACE_SECONDS", "GcReport", "collect_garbage"]
+__all__ = ["DEFAULT_GRACE_SECONDS", "GcReport", "collect_garbage", "collect_some"]

@@ -302,6 +302,7 @@ class _Put:
             require_absent=checked.require_absent,
             default_quota_bytes=self.backend.default_quota_bytes,
             context=context,
+            expire_trash=True,
         )
         return result
 

@@ -48,6 +48,7 @@ from oxidav.tree import (
 from oxidav.tree import locks as lock_rows
 from oxidav.tree.moves import TransferResult
 from oxidav.tree.transfers import transfer_node
+from oxidav.tree.trash_room import make_room_after_delete
 from oxidav.tree.types import NodeInfo
 
 #: Children fetched per keyset query.
@@ -147,6 +148,10 @@ class _NodeResource(NodeProperties):
         try:
             with self.provider.backend.db.write() as session:
                 trash_node(session, self.target.user_id, self.target.tree_path)
+                backend = self.provider.backend
+                make_room_after_delete(
+                    session, backend.chain, self.target.user_id, backend.default_quota_bytes
+                )
                 lock_rows.delete_locks(session, self.get_ref_url())
         except TreeError as exc:
             raise self._fail(exc) from None

@@ -2,7 +2,8 @@
 
 The limit is ``users.quota_bytes`` when set (a negative value means unlimited), else the
 installation's ``Settings.default_quota_bytes`` (0 means unlimited). Used bytes are the rolled-up
-size of the user's root folder: the live files, not the trash.
+size of the user's root folder: the live files, not the trash (as Nextcloud reports them; the
+trash is kept within half of the free space by ``oxidav.tree.trash_room``).
 """
 
 from __future__ import annotations

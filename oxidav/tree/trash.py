@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, Transaction, utcnow
 from oxidav.db.models.tree import Node
 from oxidav.tree.errors import Conflict, Forbidden, NotFound, PreconditionFailed
 from oxidav.tree.names import parent_path, subtree_bounds
@@ -58,7 +58,7 @@ def trash_node(
     return node
 
 
-def drop_rows(session: Session, refs: ContentRefs, condition: object) -> int:
+def drop_rows(session: Transaction, refs: ContentRefs, condition: object) -> int:
     """Delete the rows matching ``condition`` and drop their content references."""
     counts = session.execute(
         select(Node.manifest_hash, func.count())

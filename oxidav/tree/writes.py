@@ -32,6 +32,7 @@ from oxidav.tree.nodes import (
     resolve,
 )
 from oxidav.tree.quota import OWN_LIMIT_COLUMN, check_limit, effective_limit
+from oxidav.tree.trash_room import make_room
 from oxidav.tree.types import NODE_COLUMNS, ContentFacts, ContentRefs, NodeInfo
 
 
@@ -144,12 +145,15 @@ def write_file(
     require_absent: bool = False,
     default_quota_bytes: int = 0,
     context: WriteContext | None = None,
+    expire_trash: bool = False,
 ) -> WriteResult:
     """Make ``content`` (None: the empty content) the current version of the file at ``path``.
 
     ``require_etag``: the file must still exist with this etag (If-Match, RFC 9110 §13.1.1).
     ``require_absent``: the file must still not exist (If-None-Match: *, §13.1.2).
     ``context``: what ``read_write_context`` already read in this transaction.
+    ``expire_trash``: a growing write expires the oldest trash beyond its share of the free
+    space (``oxidav.tree.trash_room``; the client-facing writers ask for it).
     """
     if context is None:
         context = read_write_context(session, user_id, path)
@@ -168,7 +172,10 @@ def write_file(
     size = content.size if content is not None else 0
     delta = size - (existing.size if existing is not None else 0)
     if delta > 0:
-        check_limit(effective_limit(own_limit, default_quota_bytes), root.size + delta)
+        limit = effective_limit(own_limit, default_quota_bytes)
+        check_limit(limit, root.size + delta)
+        if expire_trash:
+            make_room(session, refs, user_id, limit, root.size + delta)
     now = utcnow()
     values: dict[str, object] = {
         "size": size,

@@ -155,6 +155,7 @@ class BulkUpload:
                         mtime=upload.mtime,
                         checksums=upload.checksum,
                         default_quota_bytes=settings.default_quota_bytes,
+                        expire_trash=True,
                     )
                 except TreeError as exc:
                     # write_file raises before it changes anything, so the batch goes on.

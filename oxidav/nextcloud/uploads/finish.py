@@ -26,7 +26,6 @@ from wsgidav import util
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_CREATED,
-    HTTP_INSUFFICIENT_STORAGE,
     HTTP_NO_CONTENT,
     HTTP_NOT_FOUND,
     DAVError,
@@ -40,6 +39,7 @@ from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.sessions import UploadError
+from oxidav.providers.files_context import dav_error
 from oxidav.tree import QuotaExceeded, TreeError, write_file
 
 if TYPE_CHECKING:
@@ -141,10 +141,11 @@ def finish_upload(
                 require_etag=required_etag(environ),
                 require_absent=require_absent,
                 default_quota_bytes=context.settings.default_quota_bytes,
+                expire_trash=True,
             )
             sessions.finish(session, context.chain, info.id)
     except QuotaExceeded as exc:
-        raise DAVError(HTTP_INSUFFICIENT_STORAGE, str(exc)) from None
+        raise dav_error(exc) from None
     except TreeError as exc:
         raise DAVError(exc.status, str(exc)) from None
     log.info(

@@ -18,7 +18,6 @@ from typing import Any
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
-    HTTP_INSUFFICIENT_STORAGE,
     DAVError,
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
@@ -31,8 +30,10 @@ from oxidav.nextcloud.checksums import ChecksumMismatch
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.finish import ASSEMBLED, destination_place, finish_upload
+from oxidav.nextcloud.uploads.quota import charge_chunk, check_room
 from oxidav.nextcloud.uploads.sessions import ChunkInfo, SessionInfo, UploadError
-from oxidav.tree import available_bytes
+from oxidav.providers.files_context import dav_error
+from oxidav.tree import QuotaExceeded, available_bytes
 
 #: How often (seconds) a process looks for stale sessions, piggybacked on MKCOL.
 PURGE_EVERY = 600.0
@@ -79,7 +80,8 @@ class UserUploads(DAVCollection):  # type: ignore[misc]
             with self.context.db.read() as session:
                 free = available_bytes(session, owner_id, self.context.settings.default_quota_bytes)
             if free is not None and total > free:
-                raise DAVError(HTTP_INSUFFICIENT_STORAGE, "the upload exceeds the quota")
+                raise dav_error(QuotaExceeded("the upload exceeds the quota"))
+            self._check_uploader_room(total)
         self.provider.purge_now_and_then()
         try:
             sessions.create_session(
@@ -91,6 +93,20 @@ class UserUploads(DAVCollection):  # type: ignore[misc]
             )
         except UploadError as exc:
             raise upload_error(exc) from None
+
+    def _check_uploader_room(self, total: int) -> None:
+        """The chunks are the uploader's until assembled: they must fit in his quota too."""
+        try:
+            with self.context.db.read() as session:
+                check_room(
+                    session,
+                    self.principal.user_id,
+                    self.context.settings.default_quota_bytes,
+                    total,
+                    "the upload",
+                )
+        except QuotaExceeded as exc:
+            raise dav_error(exc) from None
 
 
 class SessionFolder(DAVCollection):  # type: ignore[misc]
@@ -194,15 +210,46 @@ class Chunk(DAVNonCollection):  # type: ignore[misc]
     def begin_write(self, *, content_type: str | None = None) -> _ChunkWriter:
         return _ChunkWriter(self)
 
+    def check_room_before_body(self) -> None:
+        """507 before the body is read when the chunk's ``Content-Length``, or what is left of
+        the upload's ``OC-Total-Length`` (this request's or the session's), does not fit."""
+        length = _length(self.environ, "CONTENT_LENGTH") or 0
+        total = _length(self.environ, "HTTP_OC_TOTAL_LENGTH") or self.session.total_length
+        replaced = self.info.size if self.info is not None else 0
+        try:
+            with self.context.db.read() as session:
+                held = sessions.session_bytes(session, self.session.id) if total else 0
+                need = max(length - replaced, (total or 0) - held)
+                check_room(
+                    session,
+                    self.session.user_id,
+                    self.context.settings.default_quota_bytes,
+                    need,
+                    "the chunk",
+                )
+        except QuotaExceeded as exc:
+            raise dav_error(exc) from None
+
+    def _charge(self, session: Any, growth: int) -> None:
+        default_quota = self.context.settings.default_quota_bytes
+        charge_chunk(session, self.session.user_id, default_quota, growth)
+
     def end_write(self, *, with_errors: bool) -> None:
         if with_errors or self.stored is None:
             return
         try:
             sessions.record_chunk(
-                self.context.db, self.context.chain, self.session.id, self.name, self.stored
+                self.context.db,
+                self.context.chain,
+                self.session.id,
+                self.name,
+                self.stored,
+                check_room=self._charge,
             )
         except UploadError as exc:
             raise upload_error(exc) from None
+        except QuotaExceeded as exc:
+            raise dav_error(exc) from None
         self.info = ChunkInfo(self.name, self.stored.size, self.stored.manifest_hash, utcnow())
 
     def delete(self) -> None:
@@ -250,6 +297,16 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
             chunk = sessions.find_chunk(session, info.id, parts[2])
         return None if chunk is None else Chunk(path, environ, info, chunk)
 
+    def _chunk_for_put(self, path: str, environ: dict[str, Any]) -> Chunk | None:
+        """The chunk a PUT writes: the existing one, or a new one of an existing session."""
+        found = self.get_resource_inst(path, environ)
+        if found is not None:
+            return found if isinstance(found, Chunk) else None
+        parent = self.get_resource_inst(path.rstrip("/").rsplit("/", 1)[0] + "/", environ)
+        if isinstance(parent, SessionFolder):
+            return Chunk(path, environ, parent.info, None)
+        return None
+
     def custom_request_handler(
         self, environ: dict[str, Any], start_response: Any, default_handler: Any
     ) -> Iterable[bytes]:
@@ -258,5 +315,9 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
             if method == "MOVE" and environ["PATH_INFO"].rstrip("/").endswith("/" + ASSEMBLED):
                 return finish_upload(self, environ, start_response)
             raise DAVError(HTTP_FORBIDDEN, "only MOVE of .file is allowed here")
+        if method == "PUT":  # the quota, before WsgiDAV starts reading the body
+            chunk = self._chunk_for_put(environ["PATH_INFO"], environ)
+            if chunk is not None:
+                chunk.check_room_before_body()
         result: Iterable[bytes] = default_handler(environ, start_response)
         return result

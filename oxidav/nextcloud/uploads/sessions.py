@@ -11,12 +11,12 @@ Android), so they are ordered by numeric value, not by text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import BinaryIO
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -122,6 +122,27 @@ def list_chunks(session: Session, session_id: int) -> list[ChunkInfo]:
     return chunks
 
 
+def pending_bytes(session: Session, user_id: int) -> int:
+    """Bytes held in the chunks of every upload session of ``user_id`` (charged to his quota
+    from the first chunk; the assembled file replaces them in one transaction)."""
+    total = session.scalar(
+        select(func.coalesce(func.sum(UploadChunk.size), 0))
+        .join(UploadSession, UploadSession.id == UploadChunk.session_id)
+        .where(UploadSession.user_id == user_id)
+    )
+    return int(total or 0)
+
+
+def session_bytes(session: Session, session_id: int) -> int:
+    """Bytes held in the chunks of one session."""
+    total = session.scalar(
+        select(func.coalesce(func.sum(UploadChunk.size), 0)).where(
+            UploadChunk.session_id == session_id
+        )
+    )
+    return int(total or 0)
+
+
 def find_chunk(session: Session, session_id: int, name: str) -> ChunkInfo | None:
     row = session.execute(
         select(
@@ -170,15 +191,30 @@ def ingest_chunk(
 
 
 def record_chunk(
-    db: Database, chain: BlobChain, session_id: int, name: str, content: StoredContent
+    db: Database,
+    chain: BlobChain,
+    session_id: int,
+    name: str,
+    content: StoredContent,
+    check_room: Callable[[Session, int], None] | None = None,
 ) -> bool:
     """Make ``content`` chunk ``name`` of the session (replacing an earlier upload of it).
 
+    ``check_room(session, growth)`` runs first in the same transaction, with the bytes the
+    chunk adds (a replaced chunk's size deducted); it raises (the quota: ``QuotaExceeded``) to
+    record nothing: the ingested bytes are then unreferenced, left to the blob collector.
     Returns True if the chunk is new. Raises ``SessionNotFound`` if the session is gone.
     """
     check_name(name)
     now = utcnow()
     with db.write() as session:
+        if check_room is not None:  # first: it takes the user's tree lock, as file writes do
+            replaced = session.scalar(
+                select(UploadChunk.size).where(
+                    UploadChunk.session_id == session_id, UploadChunk.name == name
+                )
+            )
+            check_room(session, content.size - (replaced or 0))
         touched = session.execute(
             update(UploadSession).where(UploadSession.id == session_id).values(updated_at=now)
         )
@@ -286,13 +322,20 @@ def purge_stale(
     chain: BlobChain,
     now: datetime | None = None,
     older_than: timedelta = STALE_AFTER,
+    limit: int | None = None,
 ) -> int:
     """Drop every session idle for ``older_than`` (default ``STALE_AFTER``) with its chunk
-    references; one transaction each. Returns how many."""
+    references, at most ``limit`` of them (oldest first); one transaction each. Returns how
+    many."""
     cutoff = (now or utcnow()) - older_than
     with db.read() as session:
         ids = list(
-            session.scalars(select(UploadSession.id).where(UploadSession.updated_at < cutoff))
+            session.scalars(
+                select(UploadSession.id)
+                .where(UploadSession.updated_at < cutoff)
+                .order_by(UploadSession.updated_at, UploadSession.id)
+                .limit(limit)
+            )
         )
     for session_id in ids:
         with db.write() as session:
