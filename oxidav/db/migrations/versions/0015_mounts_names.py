@@ -4,7 +4,7 @@ Existing shares get no row here: each is named on its recipient's first request 
 upgrade by the rule that computed it before ((name, node id) order), so nothing a user sees
 changes (``oxidav.authz.mount_names``).
 
-Revision ID: 0015_mounts
+Revision ID: 0015
 Revises: 0014
 Create Date: 2026-12-04
 """
@@ -12,7 +12,7 @@ Create Date: 2026-12-04
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_mounts"
+revision = "0015"
 down_revision = "0014"
 branch_labels = None
 depends_on = None
