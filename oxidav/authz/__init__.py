@@ -5,7 +5,7 @@ Authentication:
 - ``Authenticator``: checks user name + password (argon2id passwords, app passwords) with the
   verified-credential cache and the failed-login throttles (per user + address, per address);
   every entry point uses it. ``HashingGate`` caps the argon2 runs of the whole process (user
-  and public-link passwords); ``login_refusals`` holds the 429/503 it answers instead of hashing.
+  and public-link passwords); ``login_refusals`` holds the 429s it answers instead of hashing.
 - ``OxiDomainController`` / ``OxiHTTPAuthenticator``: the WsgiDAV side of authentication.
 - ``accounts``: users and app passwords (used by the CLI).
 

@@ -10,7 +10,7 @@ the user's app passwords (SHA-256 digest, found by one indexed lookup). The orde
    ``auth_max_failures``, the address over ``auth_max_failures_per_address`` across names
    (a place in that budget is reserved here, so checks in flight count);
 3. the database lookup, then one argon2 run in a slot of the ``HashingGate``
-   (``auth_hash_concurrency``; 503 when no slot frees in time) — for an unknown user name too,
+   (``auth_hash_concurrency``; 429 when no slot frees in time) — for an unknown user name too,
    against a stand-in hash, so a known and an unknown name cost the same;
 4. after a successful password check, a stored hash made with other argon2 parameters than the
    current ones is replaced: re-hashed in the same slot, stored best-effort (a failure to store

@@ -16,18 +16,13 @@ from wsgidav.dav_error import DAVError
 from wsgidav.dc.base_dc import BaseDomainController
 
 from oxidav.authz.authenticator import Authenticator
-from oxidav.authz.login_refusals import (
-    HTTP_SERVICE_UNAVAILABLE,
-    HTTP_TOO_MANY_REQUESTS,
-    LoginRefused,
-)
+from oxidav.authz.login_refusals import HTTP_TOO_MANY_REQUESTS, LoginRefused
 
 REALM = "oxidav"
 ENVIRON_PRINCIPAL = "oxidav.principal"
 
-# WsgiDAV's status table lacks 429 (RFC 6585) and 503; it would send "429 Status".
+# WsgiDAV's status table lacks 429 (RFC 6585); it would send "429 Status".
 dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_TOO_MANY_REQUESTS, "429 Too Many Requests")
-dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_SERVICE_UNAVAILABLE, "503 Service Unavailable")
 
 
 class OxiDomainController(BaseDomainController):  # type: ignore[misc]

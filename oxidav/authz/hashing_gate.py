@@ -7,7 +7,7 @@ one ``HashingGate``, so the memory argon2 takes (its ``memory_cost`` per run, se
 is bounded by ``concurrency`` runs whatever the number of requests. Invariants:
 
 - a request waits for a slot at most ``wait`` seconds, and at most ``queue`` requests wait at
-  all; beyond either it gets ``HashingBusy`` (503 + Retry-After) having hashed nothing, so
+  all; beyond either it gets ``HashingBusy`` (429 + Retry-After) having hashed nothing, so
   waiting requests tie up a bounded number of worker threads;
 - an unknown user name costs one argon2 run, like a known one (``verify_unknown``), so timing
   does not tell which names exist. The hash it verifies against is made on first use, inside a

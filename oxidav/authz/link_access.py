@@ -8,7 +8,7 @@
   made by someone other than the owner (a reshare) is live only while its maker holds the
   share bit and the link's bits on the node (the grant engine, asked on every request);
 - a password is checked with argon2, in a slot of the process's ``HashingGate`` (the one user
-  logins use: 503 with Retry-After when none frees in time). A verified password is remembered
+  logins use: 429 with Retry-After when none frees in time). A verified password is remembered
   (keyed digest, short TTL) under the link id *and its current password hash*, so changing or
   removing the password — or deleting the link — invalidates it at once;
 - failed passwords are throttled per token + client address (``LoginThrottle``, the class the
@@ -81,7 +81,7 @@ _ROOT_CHANGES = frozenset({"DELETE", "MOVE"})
 
 
 class LinkDenied(Exception):
-    """A request a link does not admit: ``status`` (401, 404, 429, 503) and extra headers."""
+    """A request a link does not admit: ``status`` (401, 404, 429) and extra headers."""
 
     def __init__(self, status: int, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)

@@ -31,7 +31,7 @@ from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate, deny_line
 from oxidav.authz.links import LiveLink
 from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, link_principal
-from oxidav.authz.login_refusals import HTTP_SERVICE_UNAVAILABLE, HTTP_TOO_MANY_REQUESTS
+from oxidav.authz.login_refusals import HTTP_TOO_MANY_REQUESTS
 from oxidav.authz.policy import destination_path
 from oxidav.authz.views import ENVIRON_VIEWS
 from oxidav.tree import InvalidName, normalize_path
@@ -152,6 +152,6 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         try:
             return self.gate.open(token, credentials, "webdav")
         except LinkDenied as denied:
-            if denied.status in (HTTP_TOO_MANY_REQUESTS, HTTP_SERVICE_UNAVAILABLE):
+            if denied.status == HTTP_TOO_MANY_REQUESTS:
                 raise DAVError(denied.status, denied.reason, add_headers=denied.headers) from None
             raise DAVError(401, "invalid link credentials", add_headers=_challenge()) from None

@@ -6,8 +6,9 @@ and the seconds after which a retry may succeed (the ``Retry-After`` header):
 
 - ``TooManyFailedLogins`` (429): the user name + address pair, or the address across all user
   names, has used up its failures for the window;
-- ``HashingBusy`` (503): every password-hashing slot stayed taken for the whole wait — the
-  server is overloaded, the client did nothing wrong, so not 429.
+- ``HashingBusy`` (429): every password-hashing slot stayed taken for the whole wait. Also
+  429, not 503: it is the answer to logins coming faster than they are checked, and
+  Nextcloud's clients read 503 as "server in maintenance" but retry a 429 after Retry-After.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 import math
 
 HTTP_TOO_MANY_REQUESTS = 429
-HTTP_SERVICE_UNAVAILABLE = 503
 
 
 class LoginRefused(Exception):
-    """A login refused before any password check; ``status`` is 429 or 503."""
+    """A login refused before any password check; ``status`` is 429."""
 
     status = HTTP_TOO_MANY_REQUESTS
     status_line = "429 Too Many Requests"
@@ -43,10 +43,9 @@ class TooManyFailedLogins(LoginRefused):
 
 
 class HashingBusy(LoginRefused):
-    """No password-hashing slot became free in time (503)."""
+    """No password-hashing slot became free in time (429)."""
 
-    status = HTTP_SERVICE_UNAVAILABLE
-    status_line = "503 Service Unavailable"
+    default_reason = "password checks are busy"
 
-    def __init__(self, retry_after: float, reason: str = "password checks are busy") -> None:
+    def __init__(self, retry_after: float, reason: str = default_reason) -> None:
         super().__init__(reason, retry_after)

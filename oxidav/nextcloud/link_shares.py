@@ -76,7 +76,7 @@ def _expiry(text: str | None) -> datetime | links.Keep | None:
 class LinkShares:
     shares: ShareService
     #: The process's hashing cap: a link password is hashed in one of its slots; a full gate
-    #: raises ``HashingBusy``, answered 503 + Retry-After by ``SharingApp``.
+    #: raises ``HashingBusy``, answered 429 + Retry-After by ``SharingApp``.
     hashing: HashingGate
 
     def create(

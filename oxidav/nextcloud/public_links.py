@@ -30,6 +30,7 @@ from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.link_middleware import ENVIRON_LINK
 from oxidav.authz.links import LinkMode, LiveLink
+from oxidav.authz.login_refusals import HashingBusy
 from oxidav.blobs import BlobChain
 from oxidav.download_headers import SANDBOX_POLICY, attachment
 from oxidav.nextcloud import public_link_html as html
@@ -147,14 +148,14 @@ class PublicLinkPages:
     ) -> Iterable[bytes]:
         if denied.status == 404:
             return self._answer(start_response, 404, html.message("Not found", "No such share."))
+        if denied.status == 429 and denied.reason == HashingBusy.default_reason:
+            text = "The server is busy. Try again in a moment."
+            return self._answer(start_response, 429, html.message("Busy", text), denied.headers)
         if denied.status == 429:
             text = "Too many wrong passwords. Try again later."
             return self._answer(
                 start_response, 429, html.message("Too many attempts", text), denied.headers
             )
-        if denied.status == 503:
-            text = "The server is busy. Try again in a moment."
-            return self._answer(start_response, 503, html.message("Busy", text), denied.headers)
         error = "The password is wrong. Try again." if denied.reason == "wrong password" else ""
         scheme = "Basic" if basic else "Form"
         challenge = [("WWW-Authenticate", f'{scheme} realm="oxidav public link"')]

@@ -132,8 +132,8 @@ def test_concurrent_hashing_never_exceeds_the_cap(
     argon2_meter.reset()
     responses = concurrently(12, lambda i: fresh_name(server, i))
     # Four may wait per slot; the rest are told the server is busy, having hashed nothing.
-    assert {r.status for r in responses} <= {401, 503}
-    busy = [r for r in responses if r.status == 503]
+    assert {r.status for r in responses} <= {401, 429}
+    busy = [r for r in responses if r.status == 429]
     assert all(int(r.headers["retry-after"]) >= 1 for r in busy)
     assert argon2_meter.runs == len(responses) - len(busy)
     assert argon2_meter.peak <= 2
@@ -141,7 +141,7 @@ def test_concurrent_hashing_never_exceeds_the_cap(
     assert server.services.authenticator.hashing.peak_running <= 2
 
 
-def test_no_free_hashing_slot_is_503_and_costs_no_budget(
+def test_no_free_hashing_slot_is_429_and_costs_no_budget(
     serve: Callable[..., LiveServer], argon2_meter: Argon2Meter
 ) -> None:
     server = serve(
@@ -151,10 +151,10 @@ def test_no_free_hashing_slot_is_503_and_costs_no_budget(
     assert server.services is not None
     with server.services.authenticator.hashing.slot():
         response = server.request(*PROPFIND_ROOT, headers=DEPTH0, user="bob")
-        assert response.status == 503
+        assert response.status == 429
         assert int(response.headers["retry-after"]) >= 1
         ocs = server.request("GET", OCS_USER, headers={"OCS-APIRequest": "true"}, user="bob")
-        assert ocs.status == 503 and "retry-after" in ocs.headers
+        assert ocs.status == 429 and "retry-after" in ocs.headers
     assert argon2_meter.runs == 0
     # The refusals used none of the address's budget of one failure.
     assert server.request(*PROPFIND_ROOT, headers=DEPTH0, user="bob").status == 207
@@ -265,7 +265,7 @@ def test_login_flow_form_is_refused_like_basic_auth(
     assert server.services is not None
     with server.services.authenticator.hashing.slot():
         busy = submit("ghost0")
-    assert busy.status == 503 and int(busy.headers["retry-after"]) >= 1
+    assert busy.status == 429 and int(busy.headers["retry-after"]) >= 1
     assert [submit(f"ghost{i}").status for i in range(1, 4)] == [401, 401, 429]
     refused = submit("alice")
     assert refused.status == 429 and int(refused.headers["retry-after"]) > 0

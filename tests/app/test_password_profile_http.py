@@ -4,7 +4,7 @@ New hashes use ``oxidav.authz.passwords``' profile (argon2id, 12 MiB, t=3, p=1).
 hash was stored with argon2-cffi's default (64 MiB) profile logs in as before and is re-hashed
 to the new profile, in the login's own hashing slot; a failure to store the new hash is logged
 and the login still succeeds. Setting a link password through the Share API hashes in a slot
-of the process's ``HashingGate`` and is answered 503 + Retry-After when the gate is full.
+of the process's ``HashingGate`` and is answered 429 + Retry-After when the gate is full.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def test_link_passwords_set_over_ocs_are_hashed_in_the_gate(live_server: LiveSer
     assert _link_hash(server, share_id) not in (None, first)
 
 
-def test_link_password_setting_is_503_when_the_gate_is_full(live_server: LiveServer) -> None:
+def test_link_password_setting_is_429_when_the_gate_is_full(live_server: LiveServer) -> None:
     server = sharing_tree(live_server)
     assert server.request(*PROPFIND_ROOT, headers=DEPTH0).status == 207  # alice's login cached
     status, doc = ocs(
@@ -202,7 +202,7 @@ def test_link_password_setting_is_503_when_the_gate_is_full(live_server: LiveSer
             "PUT", f"{SHARES}/{share_id}?format=json", "password=p2", headers=form
         )
         for busy in (created, changed):
-            assert busy.status == 503, busy.text
+            assert busy.status == 429, busy.text
             assert int(busy.headers["retry-after"]) >= 1
         # Without a password nothing is hashed, and the gate is not asked.
         plain = server.request(

@@ -173,7 +173,7 @@ def test_no_hashing_slot_in_time_is_hashing_busy(database: Database, alice: int)
     auth = make_auth(database, auth_hash_concurrency=1, auth_hash_wait_seconds=0.05)
     with auth.hashing.slot(), pytest.raises(HashingBusy) as info:
         auth.authenticate("alice", "secret", "10.0.0.1")
-    assert info.value.status == 503 and info.value.retry_after_header == ("Retry-After", "1")
+    assert info.value.status == 429 and info.value.retry_after_header == ("Retry-After", "1")
     assert auth.authenticate("alice", "secret", "10.0.0.1") is not None
 
 
