@@ -26,7 +26,7 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 
 from oxidav.providers.files_get import http_date_now, rfc1123_of
 from oxidav.providers.files_resources import FileResource, FolderResource
-from oxidav.providers.multistatus import property_names
+from oxidav.providers.multistatus import property_names, take_up_to
 from oxidav.providers.xml_input import request_xml
 
 BUFFER_LIMIT = 8 << 20
@@ -267,14 +267,8 @@ def handle_propfind(
     if depth == "1" and isinstance(res, FolderResource):
         members = itertools.chain.from_iterable(res.iter_member_pages())  # type: ignore[arg-type]
     chunks = _body(itertools.chain([res], members), mode, names)
-    buffered: list[bytes] = []
-    size = 0
-    for chunk in chunks:
-        buffered.append(chunk)
-        size += len(chunk)
-        if size > BUFFER_LIMIT:
-            break
-    else:
+    buffered, size, whole = take_up_to(chunks, BUFFER_LIMIT)
+    if whole:
         start_response(
             "207 Multi-Status",
             [

@@ -91,19 +91,27 @@ def _pieces(responses: Iterable[bytes]) -> Iterator[bytes]:
         yield b"".join(batch)
 
 
+def take_up_to(pieces: Iterator[bytes], limit: int) -> tuple[list[bytes], int, bool]:
+    """The first pieces of ``pieces`` until they hold more than ``limit`` bytes: (pieces,
+    their size, whether that was all of them). An answer that fits is sent whole with a
+    Content-Length; a larger one is streamed on from where this stopped."""
+    taken: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        taken.append(piece)
+        size += len(piece)
+        if size > limit:
+            return taken, size, False
+    return taken, size, True
+
+
 def send_multistatus(
     environ: dict[str, Any], start_response: Any, responses: Iterable[bytes]
 ) -> Iterable[bytes]:
     """Answer 207 with a multistatus holding ``responses`` (each a serialised child of it)."""
     pieces = _pieces(responses)
-    buffered: list[bytes] = []
-    size = 0
-    for piece in pieces:
-        buffered.append(piece)
-        size += len(piece)
-        if size > BUFFER_LIMIT:
-            break
-    else:
+    buffered, _size, whole = take_up_to(pieces, BUFFER_LIMIT)
+    if whole:
         body = XML_DECLARATION + OPEN + b"".join(buffered) + CLOSE if buffered else EMPTY
         start_response(
             "207 Multi-Status",

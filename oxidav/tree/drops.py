@@ -21,13 +21,13 @@ import re
 
 from sqlalchemy import select
 
-from oxidav.db import Transaction, core, utcnow
+from oxidav.db import Transaction, core
 from oxidav.db.models.tree import Node
 from oxidav.tree.errors import InvalidName, NotFound
 from oxidav.tree.names import MAX_NAME_CHARS, join_path, split_path
-from oxidav.tree.nodes import FOLDER_MIME, child, lock_tree, new_etag, resolve
+from oxidav.tree.nodes import child, lock_tree, resolve
 from oxidav.tree.types import NodeInfo
-from oxidav.tree.writes import insert_node
+from oxidav.tree.writes import insert_folder
 
 _COUNTED = re.compile(r" \((\d+)\)$")
 #: A drop names at most this many segments below its folder (each folder on the way may be
@@ -76,26 +76,9 @@ def free_name(session: Transaction, parent_id: int, name: str, *, split: bool = 
 
 
 def _new_folder(session: Transaction, user_id: int, parent: NodeInfo, name: str) -> NodeInfo:
-    now = utcnow()
-    path = f"{parent.path}/{name}"
-    folder = insert_node(
-        session,
-        {
-            "user_id": user_id,
-            "parent_id": parent.id,
-            "name": name,
-            "path": path,
-            "is_folder": True,
-            "size": 0,
-            "mtime": now,
-            "created_at": now,
-            "etag": new_etag(),
-            "mime_type": FOLDER_MIME,
-        },
-    )
     # No roll-up here: the file written next in this transaction rolls up every folder above
     # it, the new ones included (one statement, whatever the depth).
-    return folder
+    return insert_folder(session, user_id, parent, name)
 
 
 def _folder_for(session: Transaction, user_id: int, parent: NodeInfo, name: str) -> NodeInfo:

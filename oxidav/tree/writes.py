@@ -112,14 +112,28 @@ def make_folder(
     name = base_name(path)
     if child(session, parent.id, name) is not None:
         raise AlreadyExists(f"{path!r} already exists")
+    node = insert_folder(session, user_id, parent, name, mtime=mtime)
+    propagate(session, user_id, parent.path, 0, node.created_at)
+    return node
+
+
+def insert_folder(
+    session: Session | Transaction,
+    user_id: int,
+    parent: NodeInfo,
+    name: str,
+    *,
+    mtime: datetime | None = None,
+) -> NodeInfo:
+    """The row of a new empty folder ``name`` in ``parent`` (no checks, no roll-up)."""
     now = utcnow()
-    node = insert_node(
+    return insert_node(
         session,
         {
             "user_id": user_id,
             "parent_id": parent.id,
             "name": name,
-            "path": path,
+            "path": f"{parent.path}/{name}",
             "is_folder": True,
             "size": 0,
             "mtime": mtime or now,
@@ -128,8 +142,6 @@ def make_folder(
             "mime_type": FOLDER_MIME,
         },
     )
-    propagate(session, user_id, parent.path, 0, now)
-    return node
 
 
 def write_file(

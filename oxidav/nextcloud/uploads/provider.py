@@ -12,9 +12,10 @@ MOVE refuses) by ``oxidav.nextcloud.uploads.finish``. Paths of other users do no
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from sqlalchemy.orm import Session
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_FORBIDDEN,
@@ -96,17 +97,19 @@ class UserUploads(DAVCollection):  # type: ignore[misc]
 
     def _check_uploader_room(self, total: int) -> None:
         """The chunks are the uploader's until assembled: they must fit in his quota too."""
-        try:
-            with self.context.db.read() as session:
-                check_room(
-                    session,
-                    self.principal.user_id,
-                    self.context.settings.default_quota_bytes,
-                    total,
-                    "the upload",
-                )
-        except QuotaExceeded as exc:
-            raise dav_error(exc) from None
+        _require_room(self.context, self.principal.user_id, "the upload", lambda _session: total)
+
+
+def _require_room(
+    context: NextcloudContext, user_id: int, what: str, need: Callable[[Session], int]
+) -> None:
+    """507 unless ``need(session)`` more bytes fit in ``user_id``'s quota (a read, no lock)."""
+    try:
+        with context.db.read() as session:
+            default_quota = context.settings.default_quota_bytes
+            check_room(session, user_id, default_quota, need(session), what)
+    except QuotaExceeded as exc:
+        raise dav_error(exc) from None
 
 
 class SessionFolder(DAVCollection):  # type: ignore[misc]
@@ -216,19 +219,12 @@ class Chunk(DAVNonCollection):  # type: ignore[misc]
         length = _length(self.environ, "CONTENT_LENGTH") or 0
         total = _length(self.environ, "HTTP_OC_TOTAL_LENGTH") or self.session.total_length
         replaced = self.info.size if self.info is not None else 0
-        try:
-            with self.context.db.read() as session:
-                held = sessions.session_bytes(session, self.session.id) if total else 0
-                need = max(length - replaced, (total or 0) - held)
-                check_room(
-                    session,
-                    self.session.user_id,
-                    self.context.settings.default_quota_bytes,
-                    need,
-                    "the chunk",
-                )
-        except QuotaExceeded as exc:
-            raise dav_error(exc) from None
+
+        def need(session: Session) -> int:
+            held = sessions.session_bytes(session, self.session.id) if total else 0
+            return max(length - replaced, (total or 0) - held)
+
+        _require_room(self.context, self.session.user_id, "the chunk", need)
 
     def _charge(self, session: Any, growth: int) -> None:
         default_quota = self.context.settings.default_quota_bytes
