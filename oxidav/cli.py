@@ -20,6 +20,7 @@ from oxidav.authz import accounts
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
+from oxidav.presence import MaintenanceRunningError
 from oxidav.settings import Settings, SettingsError, load_settings
 
 #: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
@@ -206,7 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(_flags(args), config_file=args.config)
         code: int = args.handler(args, settings)
         return code
-    except (SettingsError, SchemaTooNewError, accounts.AccountError) as exc:
+    except (
+        SettingsError,
+        SchemaTooNewError,
+        accounts.AccountError,
+        MaintenanceRunningError,
+    ) as exc:
         print(f"oxidav: {exc}", file=sys.stderr)
         return 2
 

@@ -15,6 +15,7 @@ from oxidav.app import make_app
 from oxidav.bootstrap import prepare
 from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.http_front import FrontServer
+from oxidav.presence import register_server
 from oxidav.response_guard import current_request_id
 from oxidav.services import Services
 from oxidav.settings import Settings
@@ -68,6 +69,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
     services = Services.open(settings)
     admin_password = prepare(settings, services.db)
+    # Registered before the first request; refused while a blob migration switches stores.
+    presence = register_server(services.db, settings.resolved_blob_store)
     server = build_server(settings, services)
     server.prepare()  # binds, so port 0 resolves to the real port
     host, port = server.bind_addr[:2]
@@ -91,6 +94,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     server.stop()
     worker.join(timeout=10)
     sweeper.stop()
+    presence.stop()
     services.close()
     log.info("stopped")
     return 0

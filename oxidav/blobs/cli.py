@@ -1,22 +1,28 @@
 """``oxidav blobs fsck [--deep] | gc [--grace SECONDS] | migrate --to URL`` (DESIGN §5).
 
 Maintenance commands talk to the store *without* the local cache, so that fsck sees what is
-really stored and gc / migrate do not churn the cache.
+really stored and gc / migrate do not churn the cache. Each shows its progress
+(``oxidav.progress.Meter``) and stops cleanly on SIGINT / SIGTERM, with one line saying what to
+do and the exit code 128 + signal. Refusals (servers running where they must not) are one line
+and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
 from oxidav.blobs.fsck import check
-from oxidav.blobs.gc import DEFAULT_GRACE_SECONDS, collect_garbage
+from oxidav.blobs.gc import DEFAULT_GRACE_SECONDS, LIVE_MIN_GRACE, collect_garbage
 from oxidav.blobs.migrate import migrate, switch_blob_store_setting
-from oxidav.blobs.store import BlobStore
+from oxidav.blobs.store import BlobStore, BlobStoreError
 from oxidav.blobs.urls import store_from_settings
 from oxidav.db import Database
 from oxidav.db.migrate import check_not_newer, upgrade
+from oxidav.presence import ServersRunningError, exclusive
+from oxidav.progress import Interrupted, Meter, StopFlag
 from oxidav.settings import CONFIG_FILE_NAME, Settings
 
 
@@ -27,11 +33,22 @@ def _open(settings: Settings, url: str | None = None) -> tuple[Database, BlobSto
     return db, store_from_settings(settings.replace(blob_cache=""), url)
 
 
+def _interrupted(command: str, exc: Interrupted, what: str) -> int:
+    print(f"oxidav: {command} stopped by {exc}; {what}", file=sys.stderr)
+    return exc.exit_code
+
+
 def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     db, store = _open(settings)
+    meter = Meter("fsck")
     try:
-        report = check(db, store, deep=args.deep)
+        with StopFlag() as stop:
+            report = check(db, store, deep=args.deep, meter=meter, stop=stop)
+    except Interrupted as exc:
+        meter.close()
+        return _interrupted("blobs fsck", exc, "nothing was changed; run it again to check")
     finally:
+        meter.close()
         store.close()
         db.dispose()
     for line in report.lines():
@@ -41,9 +58,28 @@ def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     db, store = _open(settings)
+    meter = Meter("gc")
     try:
-        report = collect_garbage(db, store, args.grace)
+        with StopFlag() as stop, contextlib.ExitStack() as guard:
+            if args.grace < LIVE_MIN_GRACE:
+                guard.enter_context(
+                    exclusive(
+                        db,
+                        f"oxidav blobs gc --grace {args.grace:g}",
+                        f"a --grace below {LIVE_MIN_GRACE:g} s is only safe with no server "
+                        f"running: stop them, or use --grace {LIVE_MIN_GRACE:g} or more",
+                    )
+                )
+            report = collect_garbage(db, store, args.grace, meter=meter, stop=stop)
+    except ServersRunningError as exc:
+        meter.close()
+        print(f"oxidav: {exc}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        meter.close()
+        return _interrupted("blobs gc", exc, "what was collected stays collected; run it again")
     finally:
+        meter.close()
         store.close()
         db.dispose()
     print(report)
@@ -59,12 +95,38 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     try:
         target = store_from_settings(settings.replace(blob_cache=""), args.to)
     except ValueError as exc:
+        source.close()
+        db.dispose()
         print(f"oxidav: {exc}", file=sys.stderr)
         return 2
+    config = args.config or settings.data_dir / CONFIG_FILE_NAME
+    meter = Meter("migrate")
     try:
         target.health_check()
-        report = migrate(db, source, target, args.to, settings.data_dir)
+        with StopFlag() as stop:
+            report = migrate(
+                db,
+                source,
+                target,
+                args.to,
+                settings.data_dir,
+                on_complete=lambda: switch_blob_store_setting(config, args.to),
+                meter=meter,
+                stop=stop,
+            )
+    except BlobStoreError as exc:
+        meter.close()
+        print(f"oxidav: the target store is not usable: {exc}", file=sys.stderr)
+        return 2
+    except ServersRunningError as exc:
+        meter.close()
+        print(f"oxidav: {exc}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        meter.close()
+        return _interrupted("blobs migrate", exc, "run the same command again to resume")
     finally:
+        meter.close()
         target.close()
         source.close()
         db.dispose()
@@ -74,9 +136,7 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
             print(f"failed: {key}", file=sys.stderr)
         print("oxidav: some chunks were not copied; the setting is unchanged", file=sys.stderr)
         return 1
-    config = args.config or settings.data_dir / CONFIG_FILE_NAME
-    switch_blob_store_setting(config, args.to)
-    print(f"blob_store = {args.to} written to {config}; restart oxidav to use it")
+    print(f"blob_store = {args.to} written to {config}; start oxidav to use it")
     if os.environ.get("OXIDAV_BLOB_STORE"):
         print("warning: OXIDAV_BLOB_STORE is set and overrides the config file", file=sys.stderr)
     return 0

@@ -15,6 +15,11 @@ Reported, never repaired:
 Unreferenced chunk rows (refcount 0) are not checked for presence: they may be intents of a
 running ingest, and an ingest never trusts them. A chunk kept in its row
 (``oxidav.blobs.inline``) has no blob to find: ``deep`` checks the bytes of the row instead.
+
+It only reads, so it may run beside a server. What a concurrent write or gc could make look
+wrong for an instant — a chunk referenced just after its presence was probed, a blob listed
+just before gc removed it with its row — is looked at again at the end, and only what is still
+wrong is reported. ``stop`` is looked at between pages (``oxidav.progress.Interrupted``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from oxidav.blobs import catalog
 from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError, check_chunk
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+from oxidav.progress import Meter, StopFlag
 
 PAGE = 1000
 
@@ -129,11 +135,33 @@ def _probe(store: BlobStore, chunk: _Referenced, deep: bool) -> str | None:
     return None if blake3.blake3(data).hexdigest() == key else "corrupt"
 
 
-def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
+def _referenced_totals(db: Database) -> tuple[int, int]:
+    with db.read() as session:
+        count, size = session.execute(
+            select(func.count(), func.coalesce(func.sum(_chunks.c.size), 0)).where(
+                _chunks.c.refcount > 0
+            )
+        ).one()
+    return int(count), int(size)
+
+
+def check(
+    db: Database,
+    store: BlobStore,
+    deep: bool = False,
+    *,
+    meter: Meter | None = None,
+    stop: StopFlag | None = None,
+) -> FsckReport:
     """Check everything listed in the module docstring."""
+    meter = meter or Meter("fsck", quiet=True)
+    stop = stop or StopFlag()
     report = FsckReport()
+    count, size = _referenced_totals(db)
+    phase = meter.phase("chunks", count, size if deep else None, unit="chunks")
     with ThreadPoolExecutor(max(1, store.concurrency)) as pool:
         for chunks in _referenced_chunk_pages(db, deep):
+            stop.check()
             for chunk, verdict in zip(
                 chunks, pool.map(lambda c: _probe(store, c, deep), chunks), strict=True
             ):
@@ -142,7 +170,10 @@ def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
                 elif verdict == "corrupt":
                     report.corrupt.append(chunk.key)
             report.chunks_checked += len(chunks)
-    _check_orphans(db, store, report)
+            phase.advance(len(chunks), sum(c.size for c in chunks) if deep else 0)
+    phase.done()
+    _check_orphans(db, store, report, meter, stop)
+    _recheck(db, store, report)
     _check_counts(db, report)
     bad = report.missing + report.corrupt
     for start in range(0, len(bad), catalog.IN_LIST_MAX):
@@ -165,8 +196,36 @@ def check(db: Database, store: BlobStore, deep: bool = False) -> FsckReport:
     return report
 
 
-def _check_orphans(db: Database, store: BlobStore, report: FsckReport) -> None:
+def _recheck(db: Database, store: BlobStore, report: FsckReport) -> None:
+    """Keep only the missing chunks still referenced and still absent, and the orphans still
+    stored and still without a row (see the module docstring)."""
+    missing: list[str] = []
+    for start in range(0, len(report.missing), catalog.IN_LIST_MAX):
+        part = report.missing[start : start + catalog.IN_LIST_MAX]
+        with db.read() as session:
+            referenced = set(
+                session.execute(
+                    select(_chunks.c.hash).where(
+                        _chunks.c.hash.in_(part), _chunks.c.refcount > 0, _chunks.c.data.is_(None)
+                    )
+                ).scalars()
+            )
+        missing.extend(k for k in part if k in referenced and not store.exists(k))
+    report.missing = missing
+    orphaned: list[str] = []
+    for start in range(0, len(report.orphaned), catalog.IN_LIST_MAX):
+        part = report.orphaned[start : start + catalog.IN_LIST_MAX]
+        with db.read() as session:
+            known = catalog.chunk_refcounts(session, part)
+        orphaned.extend(k for k in part if k not in known and store.exists(k))
+    report.orphaned = orphaned
+
+
+def _check_orphans(
+    db: Database, store: BlobStore, report: FsckReport, meter: Meter, stop: StopFlag
+) -> None:
     page: list[str] = []
+    phase = meter.phase("listing", unit="blobs")
 
     def flush() -> None:
         with db.read() as session:
@@ -178,9 +237,13 @@ def _check_orphans(db: Database, store: BlobStore, report: FsckReport) -> None:
         report.blobs_listed += 1
         page.append(key)
         if len(page) >= PAGE:
+            phase.advance(len(page))
             flush()
+            stop.check()
     if page:
+        phase.advance(len(page))
         flush()
+    phase.done()
 
 
 def _check_counts(db: Database, report: FsckReport) -> None:

@@ -19,7 +19,11 @@ One run, in three steps, each in short batched transactions:
 The grace period (default one hour, like git's ``gc.pruneExpire``) must exceed the longest
 ingest: a chunk an ingest found referenced, and relied on, could otherwise be collected before
 that ingest commits (the ingest then fails cleanly with ``BlobChainConflictError``). A grace of 0
-is only safe while nothing writes.
+is only safe while nothing writes: ``oxidav blobs gc`` runs a grace below ``LIVE_MIN_GRACE``
+only under ``oxidav.presence.exclusive`` (no server running, none starting).
+
+Each step is a loop of short transactions; ``stop`` is looked at between them, so an
+interrupted run leaves nothing half done, and the next run simply starts again.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ from oxidav.blobs import catalog
 from oxidav.blobs.store import BlobNotFoundError, BlobStore
 from oxidav.db import Database, UTCDateTime, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+from oxidav.progress import Meter, StopFlag
 
 DEFAULT_GRACE_SECONDS = 3600.0
+#: The shortest grace ``oxidav blobs gc`` uses beside a running server (the sweeper's minimum).
+LIVE_MIN_GRACE = 60.0
 #: Rows handled per transaction (keeps every lock short).
 GC_BATCH = 256
 #: Stored keys looked up per query while adopting orphan files.
@@ -68,23 +75,50 @@ def collect_garbage(
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     *,
     now: datetime | None = None,
+    meter: Meter | None = None,
+    stop: StopFlag | None = None,
 ) -> GcReport:
-    """Run the three steps of the module docstring; returns what was done."""
+    """Run the three steps of the module docstring; returns what was done. Raises
+    ``oxidav.progress.Interrupted`` between two transactions when ``stop`` asks."""
     if grace_seconds < 0:
         raise ValueError("the grace period cannot be negative")
     now = now or utcnow()
     cutoff = now - timedelta(seconds=grace_seconds)
+    meter = meter or Meter("gc", quiet=True)
+    stop = stop or StopFlag()
     report = GcReport()
-    report.orphan_files_adopted = _adopt_orphan_files(db, store, now)
+    report.orphan_files_adopted = _adopt_orphan_files(db, store, now, meter, stop)
+    manifests, _ = _candidates(db, _manifests, cutoff)
+    phase = meter.phase("manifests", manifests, unit="manifests")
     while removed := _collect_manifests(db, cutoff, now):
         report.manifests_removed += removed
+        phase.advance(removed)
+        stop.check()
+    phase.done()
+    count, size = _candidates(db, _chunks, cutoff)
+    phase = meter.phase("chunks", count, size, unit="chunks")
     while True:
+        stop.check()
         count, size = _collect_chunks(db, store, cutoff)
         if not count:
             break
         report.chunks_removed += count
         report.bytes_freed += size
+        phase.advance(count, size)
+    phase.done()
     return report
+
+
+def _candidates(db: Database, table: Table, cutoff: datetime) -> tuple[int, int]:
+    """How many rows of ``table`` (and their bytes) are collectable now: the progress total
+    (manifests collected free more chunks, which become collectable later)."""
+    with db.read() as session:
+        count, size = session.execute(
+            select(func.count(), func.coalesce(func.sum(table.c.size), 0)).where(
+                table.c.refcount == 0, table.c.orphaned_at <= cutoff
+            )
+        ).one()
+    return int(count), int(size)
 
 
 def collect_some(
@@ -116,8 +150,11 @@ def collect_some(
     return report
 
 
-def _adopt_orphan_files(db: Database, store: BlobStore, now: datetime) -> int:
+def _adopt_orphan_files(
+    db: Database, store: BlobStore, now: datetime, meter: Meter, stop: StopFlag
+) -> int:
     adopted = 0
+    phase = meter.phase("listing", unit="blobs")
     page: list[str] = []
 
     def adopt(keys: list[str]) -> int:
@@ -140,9 +177,13 @@ def _adopt_orphan_files(db: Database, store: BlobStore, now: datetime) -> int:
         page.append(key)
         if len(page) >= ADOPT_PAGE:
             adopted += adopt(page)
+            phase.advance(len(page))
             page = []
+            stop.check()
     if page:
         adopted += adopt(page)
+        phase.advance(len(page))
+    phase.done()
     return adopted
 
 
@@ -212,4 +253,10 @@ def _collect_chunks(db: Database, store: BlobStore, cutoff: datetime) -> tuple[i
         return len(keys), sum(row.size for row in rows)
 
 
-__all__ = ["DEFAULT_GRACE_SECONDS", "GcReport", "collect_garbage", "collect_some"]
+__all__ = [
+    "DEFAULT_GRACE_SECONDS",
+    "LIVE_MIN_GRACE",
+    "GcReport",
+    "collect_garbage",
+    "collect_some",
+]
