@@ -256,11 +256,22 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_migrate_resumes_after_sigint_and_sigkill(env: dict[str, str], tmp_path: Path) -> None:
+    interrupted_migration(env, tmp_path, files=30)
+
+
+@pytest.mark.slow
+def test_migrate_resumes_after_sigint_and_sigkill_full_size(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    interrupted_migration(env, tmp_path, files=1500)
+
+
+def interrupted_migration(env: dict[str, str], tmp_path: Path, files: int) -> None:
     data_dir = Path(env["OXIDAV_DATA_DIR"])
     settings = load_settings({"data_dir": data_dir}, env=env)
     db = Database.from_url(settings.resolved_database_url)
     chain = BlobChain.from_settings(settings, db)
-    contents = [content(1000 + i, 120_000) for i in range(30)]
+    contents = [content(1000 + i, 120_000) for i in range(files)]
     stored = [chain.ingest(pieces(c)) for c in contents]
     chain.close()
     target = (tmp_path / "moved").as_uri()
