@@ -94,10 +94,10 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     db, source = _open(settings)
     try:
         target = store_from_settings(settings.replace(blob_cache=""), args.to)
-    except ValueError as exc:
+    except (ValueError, BlobStoreError, OSError) as exc:
         source.close()
         db.dispose()
-        print(f"oxidav: {exc}", file=sys.stderr)
+        print(f"oxidav: the target store {args.to} is not usable: {exc}", file=sys.stderr)
         return 2
     config = args.config or settings.data_dir / CONFIG_FILE_NAME
     meter = Meter("migrate")
@@ -114,9 +114,13 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
                 meter=meter,
                 stop=stop,
             )
-    except BlobStoreError as exc:
+    except (BlobStoreError, OSError) as exc:
         meter.close()
-        print(f"oxidav: the target store is not usable: {exc}", file=sys.stderr)
+        print(
+            f"oxidav: blobs migrate stopped, a store failed: {exc}; "
+            "run the same command again when it works (it resumes)",
+            file=sys.stderr,
+        )
         return 2
     except ServersRunningError as exc:
         meter.close()

@@ -248,3 +248,19 @@ def test_the_finishing_pass_catches_up_with_writes_and_gc_during_the_copy(
         with moved.open(stored) as reader:
             assert reader.read() == body
     assert check(database, target, deep=True).clean
+
+
+def test_cli_migrate_to_an_unusable_store_is_one_line(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _chain_for(data_dir).db.dispose()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code = main(
+        ["blobs", "migrate", "--to", (blocker / "blobs").as_uri(), "--data-dir", str(data_dir)]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("oxidav: the target store file://")
+    assert "is not usable: " in err[0]
+    assert load_settings({"data_dir": data_dir}, env={}).blob_store == ""
