@@ -194,7 +194,7 @@ def wide_warning(settings: Settings) -> str | None:
     shown = ", ".join(f"{path} ({mode:04o})" for path, mode in wide)
     fix = " ".join(sorted({str(_fix_root(settings, path)) for path, _ in wide}))
     return (
-        f"warning: other users can read this installation: {shown}; "
+        f"other users can read this installation: {shown}; "
         f"to keep it private run: chmod -R go-rwx {fix}"
     )
 

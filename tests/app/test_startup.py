@@ -198,7 +198,7 @@ def test_a_new_installation_is_private_whatever_the_umask(tmp_path: Path, umask:
     finally:
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=30) == 0
-    assert "warning" not in log.read_text()
+    assert "other users can read" not in log.read_text()
 
 
 def test_a_command_that_creates_an_installation_makes_it_private(tmp_path: Path) -> None:
