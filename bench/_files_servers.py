@@ -145,6 +145,8 @@ def oxidav_env(data_dir: Path, db_url: str | None = None) -> dict[str, str]:
 
 
 def add_alice(env: dict[str, str]) -> None:
+    # A new installation: made here, as ``--init`` would (older revisions lack the flag).
+    Path(env["OXIDAV_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
         env=env,

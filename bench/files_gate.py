@@ -87,6 +87,8 @@ pg_databases: list[str] = []
 
 
 def add_alice(env: dict[str, str], source: Path | None) -> None:
+    # A new installation: made here, as ``--init`` would (older revisions lack the flag).
+    Path(env["OXIDAV_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
         env=env,

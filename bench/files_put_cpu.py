@@ -47,6 +47,8 @@ def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, 
         "OXIDAV_DATA_DIR": str(data_dir),
         "OXIDAV_LOG_LEVEL": "WARNING",
     }
+    # A new installation: made here, as ``--init`` would (older revisions lack the flag).
+    data_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
         env=env,

@@ -97,6 +97,8 @@ def serve(source: Path | None) -> Iterator[Target]:
         if source is not None:
             env["PYTHONPATH"] = str(source)
         cli = [sys.executable, "-m", "oxidav.cli"]
+        # A new installation: made here, as ``--init`` would (older revisions lack the flag).
+        Path(env["OXIDAV_DATA_DIR"]).mkdir()
         subprocess.run(
             [*cli, "user", "add", "alice", "--password", "secret"],
             env=env,

@@ -2,24 +2,38 @@
 
 ``prepare`` is what ``oxidav serve`` runs before it listens: on an empty data dir it creates the
 folder, the SQLite database and the blob folder, migrates, and creates ``admin``; on an existing
-one it refuses a schema newer than this code and migrates an older one.
+one it refuses a schema newer than this code and migrates an older one. What a new installation
+creates is private to the server's user (``oxidav.startup.make_private``). A database that
+cannot be opened or reached is a one-line ``StartupError``.
 """
 
 from __future__ import annotations
+
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from oxidav.authz.accounts import ensure_first_user
 from oxidav.db import Database
 from oxidav.db.migrate import check_not_newer, upgrade
 from oxidav.settings import Settings
+from oxidav.startup import PRIVATE_DIR, database_error, make_private, sqlite_path
 
 
 def prepare_storage(settings: Settings, db: Database) -> None:
     """Create the data dir and migrate the database (refusing a newer schema)."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    database = sqlite_path(settings)
+    new = not settings.data_dir.exists() or (database is not None and not database.exists())
+    settings.data_dir.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     if settings.resolved_blob_store.startswith("file://"):
-        (settings.data_dir / "blobs").mkdir(exist_ok=True)
+        (settings.data_dir / "blobs").mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    try:
+        with db.engine.connect():
+            pass
+    except (OperationalError, ArgumentError, NoSuchModuleError) as exc:
+        raise database_error(settings, exc) from None
     check_not_newer(db.engine)
     upgrade(db.engine)
+    if new:
+        make_private(settings)
 
 
 def prepare(settings: Settings, db: Database) -> str | None:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import getpass
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from oxidav import __version__
 from oxidav.authz import accounts
@@ -22,6 +25,13 @@ from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
 from oxidav.presence import MaintenanceRunningError
 from oxidav.settings import Settings, SettingsError, load_settings
+from oxidav.startup import (
+    PROCESS_UMASK,
+    StartupError,
+    check_data_dir,
+    database_error,
+    is_default_data_dir,
+)
 
 #: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
 ROOM_COMMANDS = (
@@ -58,6 +68,7 @@ def _read_password(args: argparse.Namespace, prompt: str) -> str:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from oxidav.server import configure_logging, serve
 
+    os.umask(PROCESS_UMASK)  # whatever the server creates is its user's alone
     configure_logging(settings.log_level)
     return serve(settings)
 
@@ -126,11 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
     serve.add_argument("--threads", type=int, help="worker threads (default 32)")
+    _init_option(serve)
     serve.set_defaults(handler=cmd_serve)
 
     db = sub.add_parser("db", help="database schema").add_subparsers(dest="db_cmd", required=True)
     upgrade = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _common(upgrade)
+    _init_option(upgrade)
     upgrade.set_defaults(handler=cmd_db_upgrade)
 
     user = sub.add_parser("user", help="manage users").add_subparsers(
@@ -143,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--email")
     add.add_argument("--display-name")
     add.add_argument("--quota", type=int, help="quota in bytes (default: the global default)")
+    _init_option(add)
     add.set_defaults(handler=cmd_user_add)
     listing = user.add_parser("list", help="list users")
     _common(listing)
@@ -190,6 +204,16 @@ def _add_common_recursively(parser: argparse.ArgumentParser) -> None:
             _add_common_recursively(child)
 
 
+def _init_option(parser: argparse.ArgumentParser) -> None:
+    """``--init`` for the commands that may start an installation: without it they create
+    only the default data dir (./oxidav-data) when it is missing, not one named by
+    --data-dir, OXIDAV_DATA_DIR or the config file (a misspelt path is refused)."""
+    parser.add_argument(
+        "--init", action="store_true", help="create a new installation if the data dir is missing"
+    )
+    parser.set_defaults(creates=True)
+
+
 def _password_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--password", help="the password (visible in the process list!)")
@@ -205,16 +229,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings(_flags(args), config_file=args.config)
-        code: int = args.handler(args, settings)
+        try:
+            _check_installation(args, settings)
+            code: int = args.handler(args, settings)
+        except (ArgumentError, NoSuchModuleError) as exc:  # database_url not a usable URL
+            raise database_error(settings, exc) from None
         return code
     except (
         SettingsError,
         SchemaTooNewError,
         accounts.AccountError,
         MaintenanceRunningError,
+        StartupError,
     ) as exc:
         print(f"oxidav: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the server took over the signal, or in a command
+        print("oxidav: interrupted", file=sys.stderr)
+        return 130
+
+
+def _check_installation(args: argparse.Namespace, settings: Settings) -> None:
+    """Refuse a data dir that does not exist, unless the command may create an installation
+    and was asked to (``--init``) or it is the default one. The other commands refuse it only
+    when it would hold the database (no ``database_url``)."""
+    if not getattr(args, "creates", False):
+        if settings.database_url:
+            return  # the database is elsewhere: the data dir holds at most blobs and config
+        check_data_dir(settings, create=False, hint="`oxidav serve --init` creates one")
+        return
+    create = bool(getattr(args, "init", False)) or is_default_data_dir(settings)
+    check_data_dir(settings, create=create)
 
 
 if __name__ == "__main__":

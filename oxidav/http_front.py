@@ -46,6 +46,7 @@ from typing import Any
 
 from cheroot import wsgi
 from cheroot.connections import ConnectionManager
+from cheroot.workers.threadpool import ThreadPool
 
 from oxidav.http_reader import HeadState, SocketReader
 
@@ -163,6 +164,10 @@ class FrontConnectionManager(ConnectionManager):
     def put(self, conn: Any) -> None:
         """A kept-alive connection back from a worker: to a worker again if its next head is
         buffered, else into the selector (with a head deadline if part of a head is here)."""
+        if self._stop_requested:
+            with suppress(OSError):
+                conn.close()
+            return
         reader = conn.rfile
         if not isinstance(reader, SocketReader):
             super().put(conn)
@@ -290,8 +295,29 @@ class FrontConnectionManager(ConnectionManager):
         return len(self._selector) - 1 - self._heads_waiting - self._lingering
 
 
+class DrainingThreadPool(ThreadPool):
+    """cheroot's worker pool, whose ``stop`` cuts a connection still in a worker at the
+    deadline in both directions: a request still receiving its body reads its end, one still
+    sending its answer fails at once instead of waiting on a slow reader. (cheroot's own only
+    shuts the read side, and looks for ``rfile.closed``, which its readers alone have.)"""
+
+    @staticmethod
+    def _force_close(conn: Any) -> None:
+        if conn is None:
+            return
+        with suppress(OSError):
+            conn.socket.shutdown(socket.SHUT_RDWR)
+
+
 class FrontServer(wsgi.Server):
-    """cheroot's WSGI server with a ``FrontConnectionManager``."""
+    """cheroot's WSGI server with a ``FrontConnectionManager`` and a ``DrainingThreadPool``.
+
+    ``stop`` (cheroot's) is the graceful shutdown: it stops the front (closing idle
+    kept-alive connections, those still sending a head and lingering ones), closes the
+    listening socket, lets the workers finish what they are serving for up to
+    ``shutdown_timeout`` seconds (their answers say ``Connection: close``), then cuts the
+    connections still in a worker and waits for their threads.
+    """
 
     _connections: Any  # cheroot's, which its type stubs leave out
 
@@ -301,11 +327,20 @@ class FrontServer(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.request_head_timeout = request_head_timeout
         self.max_request_header_size = max_request_head_bytes
+        pool = self.requests
+        self.requests = DrainingThreadPool(
+            self,
+            min=pool.min,
+            max=pool.max,
+            accepted_queue_size=pool._queue.maxsize,
+            accepted_queue_timeout=pool._queue_put_timeout,
+        )
 
     def linger(self, conn: Any) -> bool:
-        """Hand an answered ``conn`` to the front's lingering close (False: close it now)."""
+        """Hand an answered ``conn`` to the front's lingering close (False: close it now, as
+        while the server stops)."""
         manager = self._connections
-        return isinstance(manager, FrontConnectionManager) and manager.linger(conn)
+        return self.ready and isinstance(manager, FrontConnectionManager) and manager.linger(conn)
 
     def prepare(self) -> None:
         """cheroot's ``prepare`` (bind, listen, start the workers), then the front in place of
@@ -326,4 +361,4 @@ class FrontServer(wsgi.Server):
         )
 
 
-__all__ = ["FrontConnectionManager", "FrontServer"]
+__all__ = ["DrainingThreadPool", "FrontConnectionManager", "FrontServer"]

@@ -58,6 +58,8 @@ class SocketReader:
         self._buf = b""
         self._pos = 0
         self.bytes_read = 0
+        #: True once ``close`` ran (cheroot's worker pool looks before it cuts a connection).
+        self.closed = False
 
     def has_data(self) -> bool:
         """Whether bytes already received wait to be read."""
@@ -200,6 +202,7 @@ class SocketReader:
         """Drop what is buffered (the connection closes the socket)."""
         self._buf = b""
         self._pos = 0
+        self.closed = True
 
 
 __all__ = ["READ_STEP", "RECV_SIZE", "HeadState", "SocketReader"]

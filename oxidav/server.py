@@ -1,8 +1,17 @@
-"""Running oxidav under cheroot: prepare the data dir, listen, stop cleanly on SIGINT/SIGTERM."""
+"""Running oxidav under cheroot: prepare the data dir, listen, stop gracefully on SIGINT/SIGTERM.
+
+The first SIGINT or SIGTERM stops accepting connections and closes the idle ones; the requests
+under way get ``shutdown_timeout`` seconds to finish (``FrontServer.stop``), then their
+connections are cut; the sweeper stops, the services close and ``serve`` returns 0. A second
+signal ends the process at once (exit 128 + the signal's number), as does a worker that is
+still stuck ``STOP_GRACE_SECONDS`` after the cut (exit 1). A start-up mistake (database, blob
+store, port) is a one-line ``StartupError``.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -19,9 +28,14 @@ from oxidav.presence import register_server
 from oxidav.response_guard import current_request_id
 from oxidav.services import Services
 from oxidav.settings import Settings
+from oxidav.startup import blob_store_error, check_listen, listen_error, wide_warning
 from oxidav.sweeper import Sweeper
 
 log = logging.getLogger("oxidav.server")
+
+#: How long after ``shutdown_timeout`` (and the cut of what was still served) the process waits
+#: for its workers before it exits regardless.
+STOP_GRACE_SECONDS = 10.0
 
 
 class _RequestIdFilter(logging.Filter):
@@ -67,31 +81,64 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
 
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
+    check_listen(settings)
     services = Services.open(settings)
     admin_password = prepare(settings, services.db)
+    warning = wide_warning(settings)
+    if warning is not None:
+        log.warning("%s", warning)
+    try:
+        services.blobs.store.health_check()
+    except Exception as exc:  # any failure of the store's probe is a start-up mistake
+        services.close()
+        raise blob_store_error(settings, exc) from None
     # Registered before the first request; refused while a blob migration switches stores.
-    presence = register_server(services.db, settings.resolved_blob_store)
+    try:
+        presence = register_server(services.db, settings.resolved_blob_store)
+    except Exception:
+        services.close()
+        raise
     server = build_server(settings, services)
-    server.prepare()  # binds, so port 0 resolves to the real port
+    server.shutdown_timeout = settings.shutdown_timeout
+    try:
+        server.prepare()  # binds, so port 0 resolves to the real port
+    except OSError as exc:
+        presence.stop()
+        services.close()
+        raise listen_error(settings, exc) from None
     host, port = server.bind_addr[:2]
-    print(f"oxidav listening on http://{host}:{port}/remote.php/dav/", file=out, flush=True)
-    if admin_password is not None:
-        print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
 
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, stopping", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            os.write(2, f"oxidav: {name} again, exiting at once\n".encode())
+            os._exit(128 + signum)
+        log.info(
+            "received %s: accepting nothing new; requests under way have %gs to finish",
+            name,
+            settings.shutdown_timeout,
+        )
         stop.set()
 
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
+    print(f"oxidav listening on http://{host}:{port}/remote.php/dav/", file=out, flush=True)
+    if admin_password is not None:
+        print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
     worker = threading.Thread(target=server.serve, name="cheroot", daemon=True)
     worker.start()
     sweeper = Sweeper(services)
     sweeper.start()
     stop.wait()
-    server.stop()
+    stopper = threading.Thread(target=server.stop, name="oxidav-stop", daemon=True)
+    stopper.start()
+    stopper.join(settings.shutdown_timeout + STOP_GRACE_SECONDS)
+    if stopper.is_alive():
+        log.error("requests still running after the shutdown timeout was cut; exiting")
+        logging.shutdown()
+        os._exit(1)
     worker.join(timeout=10)
     sweeper.stop()
     presence.stop()

@@ -42,6 +42,9 @@ class Settings:
     request_head_timeout: float = 20.0
     #: Largest request head (request line and headers) in bytes; beyond it 431, closed.
     max_request_head_bytes: int = 64 << 10
+    #: Seconds SIGTERM / SIGINT give the requests under way to finish (nothing new is accepted
+    #: meanwhile); then the connections still served are cut and the process exits.
+    shutdown_timeout: float = 30.0
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -171,6 +174,11 @@ def _validate(settings: Settings) -> None:
             "request_head_timeout",
             0 < settings.request_head_timeout <= 3600,
             "must be more than 0 and at most 3600 seconds",
+        ),
+        (
+            "shutdown_timeout",
+            0 <= settings.shutdown_timeout <= 3600,
+            "must be between 0 and 3600 seconds",
         ),
         (
             "max_request_head_bytes",
@@ -304,6 +312,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"invalid config file {path}: {exc}") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SettingsError(f"cannot read config file {path} ({reason}); set --config") from None
 
 
 def load_settings(

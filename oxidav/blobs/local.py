@@ -7,7 +7,8 @@ a partial blob and a crash mid-write leaves nothing behind (the unnamed inode is
 in ``<root>/.tmp`` that is renamed into place. ``put`` fsyncs the file and its shard folder;
 ``put_unsynced`` does neither but starts the file's writeback (``sync_file_range``, Linux), and
 ``sync`` later fsyncs a whole batch of files and then each touched shard folder once (the sweep
-an ingest ends with), mostly waiting for writes already under way.
+an ingest ends with), mostly waiting for writes already under way. Blob files are created
+``FILE_MODE`` (0600) and the folders ``FOLDER_MODE`` (0700).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ SYNC_PARALLEL_MIN = 16
 SYNC_THREADS = 8
 _HEX = "0123456789abcdef"
 SHARDS = tuple(a + b for a in _HEX for b in _HEX)
+#: Blob files and the folders this store creates are private to the server's user (file
+#: contents are the users' data; a stricter umask narrows them further).
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
 
 
 def _fsync_path(path: str | Path, directory: bool = False) -> None:
@@ -112,10 +117,11 @@ class LocalBlobStore:
         return f"LocalBlobStore({str(self.root)!r})"
 
     def _make_layout(self) -> None:
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        self._tmp.mkdir(mode=FOLDER_MODE, exist_ok=True)
         if not (self.root / SHARDS[-1]).is_dir():
             for shard in SHARDS:
-                (self.root / shard).mkdir(exist_ok=True)
+                (self.root / shard).mkdir(mode=FOLDER_MODE, exist_ok=True)
         self._remove_stale_tmp()
 
     def _remove_stale_tmp(self) -> None:
@@ -156,7 +162,7 @@ class LocalBlobStore:
         root = self._dir_fd()
         shard = shard_of(key)
         try:
-            fd = os.open(shard, os.O_TMPFILE | os.O_WRONLY, 0o644, dir_fd=root)
+            fd = os.open(shard, os.O_TMPFILE | os.O_WRONLY, FILE_MODE, dir_fd=root)
         except OSError as exc:
             if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
                 self._unnamed_writes = False
@@ -193,7 +199,7 @@ class LocalBlobStore:
         writes this path only runs for a key that exists; without, the name is looked up."""
         final = self.path(key)
         tmp = self._tmp / f"{key}.{secrets.token_hex(6)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             try:
                 _write_all(fd, data)

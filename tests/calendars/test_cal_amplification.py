@@ -153,7 +153,17 @@ def test_large_multiget_is_streamed(db_url: str, tmp_path: Path) -> None:
     peak RSS grows by far less than the 20 MiB answer (it is not built whole)."""
     env = {**os.environ, "OXIDAV_DATABASE_URL": db_url, "OXIDAV_DATA_DIR": str(tmp_path / "d")}
     subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", "user", "add", "alice", "--password", "secret"],
+        [
+            sys.executable,
+            "-m",
+            "oxidav.cli",
+            "user",
+            "add",
+            "alice",
+            "--password",
+            "secret",
+            "--init",
+        ],
         env=env,
         check=True,
         capture_output=True,

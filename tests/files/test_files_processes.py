@@ -51,7 +51,8 @@ def _request(
 @pytest.fixture
 def data_env(db_url: str, tmp_path: Path) -> dict[str, str]:
     env = {**os.environ, "OXIDAV_DATABASE_URL": db_url, "OXIDAV_DATA_DIR": str(tmp_path / "d")}
-    assert _oxidav(env, "user", "add", "alice", "--password", "secret").returncode == 0
+    created = _oxidav(env, "user", "add", "alice", "--password", "secret", "--init")
+    assert created.returncode == 0, created.stderr
     return env
 
 

@@ -118,18 +118,27 @@ class ServerProcess:
 
 
 def start_server_process(
-    args: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+    args: list[str],
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    init: bool = True,
+    stderr: Path | None = None,
 ) -> ServerProcess:
-    """Start ``oxidav serve ARGS`` and return once it printed its URL (it has bound by then)."""
+    """Start ``oxidav serve ARGS`` and return once it printed its URL (it has bound by then).
+    ``init``: pass ``--init`` (a test's data dir is a new installation); ``stderr``: a file
+    for the server's log (else it is discarded)."""
     full_env = {**os.environ, **(env or {})}
+    log = stderr.open("w") if stderr is not None else None
     process = subprocess.Popen(
-        [sys.executable, "-m", "oxidav.cli", "serve", *args],
+        [sys.executable, "-m", "oxidav.cli", "serve", *args, *(["--init"] if init else [])],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=log if log is not None else subprocess.DEVNULL,
         text=True,
         env=full_env,
         cwd=cwd,
     )
+    if log is not None:
+        log.close()  # the child holds its own descriptor
     assert process.stdout is not None
     lines: list[str] = []
     for line in process.stdout:
