@@ -157,6 +157,7 @@ def check(
     meter = meter or Meter("fsck", quiet=True)
     stop = stop or StopFlag()
     report = FsckReport()
+    stop.check()
     count, size = _referenced_totals(db)
     phase = meter.phase("chunks", count, size if deep else None, unit="chunks")
     with ThreadPoolExecutor(max(1, store.concurrency)) as pool:
