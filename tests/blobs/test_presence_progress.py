@@ -55,9 +55,11 @@ def test_a_live_server_refuses_the_exclusive_step(database: Database) -> None:
         with pytest.raises(MaintenanceRunningError, match="'cmd' is running on "):
             register_server(database, "file:///blobs")
         assert not live(database, SERVER)
-        with pytest.raises(ServersRunningError, match="1 maintenance command"):
-            with exclusive(database, "other", "busy"):
-                pytest.fail("two maintenance commands at once")
+        with (
+            pytest.raises(ServersRunningError, match="1 maintenance command"),
+            exclusive(database, "other", "busy"),
+        ):
+            pytest.fail("two maintenance commands at once")
     assert not live(database, MAINTENANCE)
 
 
