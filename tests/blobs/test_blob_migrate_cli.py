@@ -195,3 +195,56 @@ def test_cli_migrate_switches_the_setting(
     # Migrating to where it already is, is refused.
     assert main(["blobs", "migrate", "--to", url, "--data-dir", str(data_dir)]) == 2
     chain.db.dispose()
+
+
+def test_the_finishing_pass_catches_up_with_writes_and_gc_during_the_copy(
+    chain: BlobChain, database: Database, local_store: LocalBlobStore, tmp_path: Path, monkeypatch
+) -> None:
+    """What a server does between the copy and the switch — new content (chunks sorting before
+    the cursor), and gc collecting a chunk already copied — is caught up by the finishing
+    pass: the new content is readable from the target, the stray copy is adopted for gc, and
+    fsck of the target is clean."""
+    from sqlalchemy import delete
+
+    from oxidav.blobs import migrate as migrate_module
+    from oxidav.blobs.fsck import check
+    from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+
+    kept = [random_bytes(300_000, seed=s) for s in range(5)]
+    kept_stored = [chain.ingest(pieces(c)) for c in kept]
+    doomed = chain.ingest(pieces(random_bytes(300_000, seed=99)))  # unreferenced
+    late: list[tuple[bytes, str]] = []
+    finish = migrate_module._finish_phase
+
+    def server_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        body = random_bytes(600_000, seed=7)
+        late.append((body, chain.ingest(pieces(body)).manifest_hash))
+        with database.write() as session:  # gc collects the doomed content, rows and bytes
+            entries = BlobManifestChunk.__table__
+            keys = [
+                row.chunk_hash
+                for row in session.execute(
+                    entries.select().where(entries.c.manifest_hash == doomed.manifest_hash)
+                )
+            ]
+            session.execute(delete(entries).where(entries.c.manifest_hash == doomed.manifest_hash))
+            session.execute(
+                delete(BlobManifest.__table__).where(
+                    BlobManifest.__table__.c.hash == doomed.manifest_hash
+                )
+            )
+            session.execute(delete(BlobChunk.__table__).where(BlobChunk.__table__.c.hash.in_(keys)))
+        for key in keys:
+            local_store.delete(key)
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(migrate_module, "_finish_phase", server_meanwhile)
+    target = LocalBlobStore(tmp_path / "target")
+    report = migrate(database, local_store, target, target.root.as_uri(), tmp_path)
+    assert not report.failed
+    assert report.adopted >= 1  # the doomed chunks copied before gc took them
+    moved = BlobChain(database, target)
+    for body, stored in [*zip(kept, (s.manifest_hash for s in kept_stored), strict=True), *late]:
+        with moved.open(stored) as reader:
+            assert reader.read() == body
+    assert check(database, target, deep=True).clean
