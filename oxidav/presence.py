@@ -14,6 +14,10 @@ provided their clocks agree to within a few seconds (heartbeats are stamped by e
 
 A process paused for longer than ``STALE_AFTER`` (a suspended VM) counts as gone while
 paused; its heartbeat thread logs an error when it finds its row purged.
+
+The same table keeps one lasting row of kind ``store`` once ``blobs migrate`` has switched
+stores: the URL every server must write to from then on. A server configured with another one
+refuses to start (a host whose configuration was not updated would write to the old store).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ STALE_AFTER = 20.0
 
 SERVER = "server"
 MAINTENANCE = "maintenance"
+STORE = "store"
+_STORE_ID = "blob_store"
 
 _presence: Table = ProcessPresence.__table__  # type: ignore[assignment]
 
@@ -109,7 +115,8 @@ class Presence:
         with self.db.write() as session:
             session.execute(
                 delete(_presence).where(
-                    _presence.c.heartbeat_at < now - timedelta(seconds=STALE_AFTER)
+                    _presence.c.kind.in_((SERVER, MAINTENANCE)),
+                    _presence.c.heartbeat_at < now - timedelta(seconds=STALE_AFTER),
                 )
             )
             self._insert(session, now)
@@ -174,9 +181,43 @@ def _plural(holders: list[Holder]) -> str:
     return ", ".join(str(h) for h in holders)
 
 
+def record_blob_store(db: Database, url: str) -> None:
+    """Remember ``url`` as the blob store every server must use (``blobs migrate``)."""
+    now = utcnow()
+    with db.write() as session:
+        session.execute(delete(_presence).where(_presence.c.id == _STORE_ID))
+        session.execute(
+            insert(_presence).values(
+                id=_STORE_ID,
+                kind=STORE,
+                host=socket.gethostname()[:255],
+                pid=os.getpid(),
+                what=url[:2048],
+                started_at=now,
+                heartbeat_at=now,
+            )
+        )
+
+
+def recorded_blob_store(db: Database) -> str | None:
+    """The URL of the last ``record_blob_store``, if any."""
+    with db.read() as session:
+        url: str | None = session.execute(
+            select(_presence.c.what).where(_presence.c.id == _STORE_ID)
+        ).scalar_one_or_none()
+    return url
+
+
 def register_server(db: Database, blob_store: str) -> Presence:
     """Register this server process and start its heartbeat; raise
-    ``MaintenanceRunningError`` (row withdrawn) while a maintenance command holds the data."""
+    ``MaintenanceRunningError`` (row withdrawn) while a maintenance command holds the data, or
+    when ``blob_store`` is not the store ``blobs migrate`` moved the blobs to."""
+    recorded = recorded_blob_store(db)
+    if recorded is not None and recorded != blob_store:
+        raise MaintenanceRunningError(
+            f"`oxidav blobs migrate` moved the blobs to {recorded}, but this server's "
+            f"blob_store is {blob_store}: set blob_store to {recorded}"
+        )
     presence = Presence(db, SERVER, blob_store)
     presence.register()
     busy = live(db, MAINTENANCE)
@@ -217,11 +258,14 @@ __all__ = [
     "MAINTENANCE",
     "SERVER",
     "STALE_AFTER",
+    "STORE",
     "Holder",
     "MaintenanceRunningError",
     "Presence",
     "ServersRunningError",
     "exclusive",
     "live",
+    "record_blob_store",
+    "recorded_blob_store",
     "register_server",
 ]

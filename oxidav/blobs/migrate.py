@@ -13,7 +13,9 @@ Two phases:
    compared with the chunk rows of that shard: each row whose bytes the target lacks (written
    or reused by a server since its page was copied) is copied now, and each target blob without
    a row (collected by gc since its copy) is adopted as an unreferenced row, for gc. Then, still
-   under the same exclusion, ``on_complete`` switches the setting. No server can write to the
+   under the same exclusion, the new store is recorded in the database (a server configured
+   with another store then refuses to start: ``oxidav.presence.record_blob_store``) and
+   ``on_complete`` switches the setting. No server can write to the
    old store after the finishing pass has looked at its chunks: nothing is lost by the switch.
 
 Unreferenced chunks (refcount 0) are copied when they exist and skipped when they do not (they
@@ -40,7 +42,7 @@ from oxidav.blobs.local import SHARDS
 from oxidav.blobs.store import BlobNotFoundError, BlobStore, BlobStoreError
 from oxidav.db import Database, utcnow
 from oxidav.db.models.blobs import BlobChunk
-from oxidav.presence import exclusive
+from oxidav.presence import exclusive, record_blob_store
 from oxidav.progress import Meter, Phase, StopFlag
 
 PAGE = 500
@@ -302,6 +304,7 @@ def migrate(
         with exclusive(db, f"oxidav blobs migrate --to {target_url}", REFUSAL):
             _finish_phase(db, pool, source, target, report, meter, stop)
             if not report.failed:
+                record_blob_store(db, target_url)
                 if on_complete is not None:
                     on_complete()
                 state_path.unlink(missing_ok=True)

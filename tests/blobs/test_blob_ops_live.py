@@ -69,7 +69,7 @@ def request(
 
 def content(seed: int, size: int | None = None) -> bytes:
     rng = random.Random(seed)
-    return rng.randbytes(size if size is not None else rng.randrange(20_000, 200_000))
+    return rng.randbytes(size if size is not None else rng.randrange(10_000, 80_000))
 
 
 @dataclass
@@ -179,7 +179,7 @@ def test_migrate_beside_a_running_server(
     env = {**env, **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
     data_dir = Path(env["OXIDAV_DATA_DIR"])
     server = start(env, serving)
-    before = {f"/remote.php/dav/files/alice/before-{i}.bin": content(i) for i in range(12)}
+    before = {f"/remote.php/dav/files/alice/before-{i}.bin": content(i) for i in range(8)}
     for name, body in before.items():
         assert request(server, "PUT", name, body)[0] == 201
     with Uploader(server, "during") as during:

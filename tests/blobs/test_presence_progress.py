@@ -148,3 +148,20 @@ def test_gc_and_fsck_stop_when_asked(database: Database, tmp_path) -> None:
     assert collect_garbage(database, store, 0).chunks_removed == 1
     assert not list(store.iter_keys())
     assert check(database, store, deep=True).clean
+
+
+def test_a_server_on_the_store_migrated_away_from_does_not_start(database: Database) -> None:
+    from oxidav.presence import record_blob_store, recorded_blob_store
+
+    assert recorded_blob_store(database) is None
+    register_server(database, "file:///old").stop()  # nothing recorded: any store
+    record_blob_store(database, "s3://new/blobs")
+    with pytest.raises(MaintenanceRunningError, match="set blob_store to s3://new/blobs"):
+        register_server(database, "file:///old")
+    assert not live(database, SERVER)
+    register_server(database, "s3://new/blobs").stop()
+    # The record is not a heartbeat row: registrations never purge it.
+    with database.write() as session:
+        session.execute(update(_presence).values(heartbeat_at=utcnow() - timedelta(days=30)))
+    register_server(database, "s3://new/blobs").stop()
+    assert recorded_blob_store(database) == "s3://new/blobs"
