@@ -4,7 +4,8 @@ Migrate: files are uploaded before, during and after the (refused) finishing pas
 server runs; after the server is stopped the same command finishes, the server starts on the
 new store, every acknowledged file answers its exact bytes and ``fsck --deep`` is clean — on
 SQLite and PostgreSQL, local → local and local → S3 (moto). Interrupted runs (SIGINT, SIGKILL)
-resume. Gc runs while the server uploads content identical to the garbage it collects.
+resume. Gc and fsck --deep run while the server uploads content identical to the garbage gc
+collects.
 """
 
 from __future__ import annotations
@@ -332,6 +333,7 @@ def test_gc_beside_a_server_uploading_the_garbage(
     with Uploader(server, "revived", bodies=garbage[:12]) as uploads:
         uploads.wait_for(2)
         runs = [oxidav(env, "blobs", "gc") for _ in range(2)]
+        assert_fsck_clean(env)  # fsck --deep beside the uploads finds nothing wrong
         uploads.wait_for(len(uploads.acknowledged) + 2)
     for run in runs:
         assert run.returncode == 0, run.stderr
