@@ -30,6 +30,7 @@ ROOM_COMMANDS = (
     "oxidav.authz.cli",
     "oxidav.authz.locks_cli",
     "oxidav.nextcloud.cli",
+    "oxidav.backup.cli",
 )
 
 
