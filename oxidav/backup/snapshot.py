@@ -7,6 +7,7 @@ again on the same folder takes a new snapshot and keeps the chunks already copie
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +53,14 @@ def create_backup(settings: Settings, folder: Path, meter: Meter, stop: StopFlag
         raise BackupError(f"{folder} already holds a finished backup; choose a new folder")
     if folder.exists() and any(folder.iterdir()) and not (folder / BLOBS_FOLDER).is_dir():
         raise BackupError(f"{folder} is not empty; choose an empty or new folder")
+    old_umask = os.umask(0o077)  # the backup holds password hashes and every file
+    try:
+        return _write_backup(settings, folder, meter, stop)
+    finally:
+        os.umask(old_umask)
+
+
+def _write_backup(settings: Settings, folder: Path, meter: Meter, stop: StopFlag) -> BackupReport:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     url = settings.resolved_database_url
     kind = database.kind_of(url)

@@ -225,6 +225,8 @@ def test_restore_refuses_a_used_target_and_an_unfinished_backup(
 ) -> None:
     backup = tmp_path / "bk"
     assert oxidav(env, "backup", str(backup)).returncode == 0
+    modes = {p.stat().st_mode & 0o777 for p in [backup, *backup.rglob("*")]}
+    assert modes <= {0o700, 0o600}, modes  # private whatever the umask
     again = oxidav(env, "backup", str(backup))
     assert again.returncode == 2 and "already holds a finished backup" in again.stderr
 
