@@ -40,6 +40,7 @@ ROOM_COMMANDS = (
     "oxidav.authz.cli",
     "oxidav.authz.locks_cli",
     "oxidav.nextcloud.cli",
+    "oxidav.backup.cli",
 )
 
 
