@@ -79,7 +79,7 @@ def installation(db_url: str, data: Path) -> dict[str, str]:
 @pytest.fixture
 def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     result = installation(db_url, tmp_path / "d")
-    added = oxidav(result, "user", "add", "alice", "--password", "secret")
+    added = oxidav(result, "user", "add", "alice", "--password", "secret", "--init")
     assert added.returncode == 0, added.stderr
     return result
 
@@ -237,7 +237,7 @@ def test_restore_refuses_a_used_target_and_an_unfinished_backup(
     (backup / MANIFEST_FILE).unlink()
     unfinished = oxidav(target, "restore", str(backup))
     assert unfinished.returncode == 2 and "not a finished oxidav backup" in unfinished.stderr
-    assert not (tmp_path / "restored").exists()
+    assert not (tmp_path / "restored" / "oxidav.db").exists()
 
 
 def test_a_corrupt_chunk_in_the_backup_is_refused(
