@@ -33,6 +33,7 @@ from wsgidav.dav_error import (
 from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.response_guard import CLEAN_ERROR_BODY, REQUEST_ID, error_body, error_headers
+from oxidav.storage_failures import storage_failure
 
 log = logging.getLogger("oxidav.errors")
 
@@ -71,18 +72,22 @@ class OxiErrorPages(BaseMiddleware):  # type: ignore[misc]
             if started:
                 raise
             failure = error
-        except OSError as exc:
-            if started:
-                raise
-            if exc.errno == errno.EACCES:
-                failure = DAVError(HTTP_FORBIDDEN)
-            else:
-                failure = _internal_error(environ, exc)
         except Exception as exc:
             if started:
                 raise
-            failure = _internal_error(environ, exc)
+            if isinstance(exc, OSError) and exc.errno == errno.EACCES:
+                failure = DAVError(HTTP_FORBIDDEN)
+            else:
+                failure = _failure(environ, exc)
         yield from _answer(environ, start_response, failure)
+
+
+def _failure(environ: dict[str, Any], exc: Exception) -> DAVError:
+    """507 / 503 for a storage failure (its reason logged), else a logged 500."""
+    storage = storage_failure(exc)
+    if storage is None:
+        return _internal_error(environ, exc)
+    return DAVError(storage.status, storage.reason, add_headers=storage.headers)
 
 
 def _internal_error(environ: dict[str, Any], exc: Exception) -> DAVError:

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from oxidav.storage_failures import storage_failure
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -196,7 +198,7 @@ class ResponseGuard:
                 raise MisframedResponse(
                     f"the body ended after {sent} of its {answer.declared} declared bytes"
                 )
-        except Exception:
+        except Exception as exc:
             if answer.started:
                 log.exception(
                     "request %s: %s %s failed after its answer started; closing the connection",
@@ -205,13 +207,25 @@ class ResponseGuard:
                     answer.environ.get("PATH_INFO"),
                 )
                 raise
-            log.exception(
-                "request %s: %s %s failed",
-                answer.request_id,
-                answer.environ.get("REQUEST_METHOD"),
-                answer.environ.get("PATH_INFO"),
-            )
-            answer.status, answer.headers = "500 Internal Server Error", []
+            storage = storage_failure(exc)
+            if storage is not None:
+                log.error(
+                    "request %s: %s %s answered %s: %s",
+                    answer.request_id,
+                    answer.environ.get("REQUEST_METHOD"),
+                    answer.environ.get("PATH_INFO"),
+                    storage.status_line,
+                    storage.reason,
+                )
+                answer.status, answer.headers = storage.status_line, storage.headers
+            else:
+                log.exception(
+                    "request %s: %s %s failed",
+                    answer.request_id,
+                    answer.environ.get("REQUEST_METHOD"),
+                    answer.environ.get("PATH_INFO"),
+                )
+                answer.status, answer.headers = "500 Internal Server Error", []
             yield from answer.clean_error()
         finally:
             close = getattr(body, "close", None)

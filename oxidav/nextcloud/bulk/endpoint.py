@@ -35,6 +35,7 @@ from oxidav.nextcloud.context import ENVIRON_PRINCIPAL
 from oxidav.nextcloud.enrichers import oc_id, permissions_for
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.providers.urls import DAV_ROOT, FILES
+from oxidav.storage_failures import storage_failure
 from oxidav.tree import TreeError, normalize_path, write_file
 
 if TYPE_CHECKING:
@@ -126,7 +127,16 @@ class BulkUpload:
         if not decision.allowed:
             results[key] = _error(f"{decision.status}: {decision.reason}")
             return
-        content = self.context.chain.ingest(part.body, expected_length=part.length, md5=True)
+        try:
+            content = self.context.chain.ingest(part.body, expected_length=part.length, md5=True)
+        except Exception as exc:
+            full = storage_failure(exc)
+            if full is None or full.status != 507:
+                raise
+            # Nothing of this file was committed; the reader skips the rest of its body.
+            log.error("bulk upload of %r answered 507: %s", key, full.reason)
+            results[key] = _error(f"507: {full.status_line}")
+            return
         declared = part.headers.get("x-file-md5", "").strip().lower()
         if not declared:
             results[key] = _error("X-File-MD5 header is missing")
