@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import random
 import socket
 from pathlib import Path
 from urllib.parse import quote
@@ -29,6 +30,7 @@ from tests.support.live import LiveServer
 
 DATA = Path(__file__).parent / "data"
 BULK = "/remote.php/dav/bulk"
+DAV_ALICE = "/remote.php/dav/files/alice/"
 UA_373 = "Mozilla/5.0 (Linux) mirall/3.7.3git (nextcloudcmd, debian ClientArchitecture: x86_64)"
 UA_3_10 = "Mozilla/5.0 (Linux) mirall/3.10.0 (Nextcloud, ubuntu ClientArchitecture: x86_64)"
 UNICODE_FILES = {
@@ -126,7 +128,7 @@ def test_recorded_bodies_over_http(live_server: LiveServer) -> None:
     """The recorded 3.7.3 batch, and the same batch with an empty part as 3.9+ sends it, land
     byte-exact (read back over WebDAV) with the sent mtime, keyed by the sent paths."""
     head, body = _recorded("nc373_bulk_unicode.http")
-    make = live_server.request("MKCOL", "/remote.php/dav/files/alice/" + quote("dossier été"))
+    make = live_server.request("MKCOL", DAV_ALICE + quote("dossier été"))
     assert make.status == 201
     result = _replay(live_server, body, head["content-type"], UA_373)
     assert set(result) == {"/a b.txt", "/dossier été/Ωmega straße.bin", *UNICODE_FILES}
@@ -195,3 +197,50 @@ def test_bulk_offer_settings() -> None:
     for bad in ("3.x", "", "3.10.0.1", "latest"):
         with pytest.raises(SettingsError, match="nextcloud_bulk_min_desktop"):
             load_settings(env={"OXIDAV_NEXTCLOUD_BULK_MIN_DESKTOP": bad})
+
+
+def _mutations(body: bytes, count: int, seed: int) -> list[bytes]:
+    """``count`` variants of ``body``: bytes flipped, removed, duplicated or CRLFs dropped."""
+    rng = random.Random(seed)
+    variants = []
+    for _ in range(count):
+        data = bytearray(body)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(data))
+            kind = rng.randrange(4)
+            if kind == 0:
+                data[at] = rng.randrange(256)
+            elif kind == 1:
+                del data[at : at + rng.randint(1, 40)]
+            elif kind == 2:
+                data[at:at] = data[at : at + rng.randint(1, 40)]
+            else:
+                crlf = data.find(b"\r\n", at)
+                if crlf >= 0:
+                    del data[crlf : crlf + 2]
+        variants.append(bytes(data))
+    return variants
+
+
+def test_mutated_recorded_bodies_parse_or_fail_cleanly() -> None:
+    head, body = _recorded("nc373_bulk_unicode.http")
+    for variant in _mutations(body, 3000, seed=26):
+        try:
+            for _, data in _parse(variant, head["content-type"]):
+                assert len(data) <= len(variant)
+        except MultipartError:
+            pass
+
+
+def test_mutated_recorded_bodies_over_http_answer_200_or_400(live_server: LiveServer) -> None:
+    """Garbage never gets a 500: each answer is 200 (per-file results) or 400 with a reason,
+    and the server goes on serving."""
+    head, body = _recorded("nc373_bulk_unicode.http")
+    assert live_server.request("MKCOL", DAV_ALICE + quote("dossier été")).status == 201
+    for variant in _mutations(body, 40, seed=7):
+        headers = {"Content-Type": head["content-type"], "User-Agent": UA_373}
+        resp = live_server.request("POST", BULK, variant, headers=headers)
+        assert resp.status in (200, 400), (resp.status, resp.text)
+        if resp.status == 400:
+            assert "bad multipart" in resp.text
+    assert live_server.request("PROPFIND", DAV_ALICE, headers={"Depth": "1"}).status == 207
