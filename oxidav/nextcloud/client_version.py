@@ -4,11 +4,11 @@ Desktop clients name themselves in the User-Agent as ``... mirall/3.7.3git (next
 Clients before the fix of nextcloud/desktop#5871 (3.9 branch, July 2023) cannot send a bulk
 batch that holds an empty file: the part's body device reports end of data with -1, so Qt
 aborts the POST before sending a byte of the body (the server sees the request head, a
-Content-Length, and then nothing), the whole batch fails client-side ("Network error: 99"), and
-every later sync pass forms the same batch again. Nothing a server answers can repair that, so
-``dav.bulkupload`` is advertised to desktop clients only from ``nextcloud_bulk_min_desktop`` on;
-older ones PUT each file. Requests without a ``mirall/`` token (other clients, scripts) get the
-capability unchanged.
+Content-Length, and then nothing) or, in a large batch, after its first 64 KiB; the whole
+batch fails client-side ("Network error: 99"), and every later sync pass forms it again.
+Nothing a server answers can repair that, so ``dav.bulkupload`` is advertised to desktop
+clients only from ``nextcloud_bulk_min_desktop`` on; older ones PUT each file. Requests without
+a ``mirall/`` token (other clients, scripts) get the capability unchanged.
 """
 
 from __future__ import annotations
