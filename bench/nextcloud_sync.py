@@ -2,8 +2,9 @@
 
 Each variant gets its own fresh ``oxidav serve`` process (SQLite, local blobs) on 127.0.0.1;
 only the ``nextcloud_bulk_upload`` setting differs (``OXIDAV_NEXTCLOUD_BULK_UPLOAD``), which
-switches ``dav.bulkupload`` in the capabilities. The tree is the acceptance tree of issue 4
-(``tests.nextcloud.nc_sync.make_tree``: 980 files under 1 MB, 18 of 1 to 10 MB, two over
+switches ``dav.bulkupload`` in the capabilities (with ``nextcloud_bulk_min_desktop=0`` so the
+installed 3.7.3 is offered it: the tree holds no empty file). The tree is the acceptance tree
+of issue 4 (``tests.nextcloud.nc_sync.make_tree``: 980 files under 1 MB, 18 of 1 to 10 MB, two over
 10 MB, 40 folders, Unicode names). Wall seconds of ``nextcloudcmd`` are measured per round
 (best of ``--rounds``); after each run LOCALDIR must still hold the generated tree and the
 server tree must be byte-equal to it.
@@ -57,6 +58,7 @@ def _one_sync(work: Path, tree: Path, bulk: bool, expected: dict[str, str]) -> f
     data = work / ("data-bulk" if bulk else "data-plain")
     env = oxidav_env(data)
     env["OXIDAV_NEXTCLOUD_BULK_UPLOAD"] = "true" if bulk else "false"
+    env["OXIDAV_NEXTCLOUD_BULK_MIN_DESKTOP"] = "0"
     add_alice(env)
     local = work / ("local-bulk" if bulk else "local-plain")
     subprocess.run(["cp", "-a", str(tree), str(local)], check=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from oxidav.nextcloud.client_version import parse_version
+
 ENV_PREFIX = "OXIDAV_"
 CONFIG_FILE_NAME = "oxidav.toml"
 #: The largest ``blob_inline_max``: readers look for a chunk's bytes in its row up to this size.
@@ -113,6 +115,10 @@ class Settings:
     instance_id: str = "oc0000000001"
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
     nextcloud_bulk_upload: bool = True
+    #: Oldest Nextcloud desktop client (User-Agent ``mirall/X.Y.Z``) offered bulk upload; older
+    #: desktop clients abort every bulk batch that holds an empty file, so they PUT instead.
+    #: ``0`` offers it to every version.
+    nextcloud_bulk_min_desktop: str = "3.10"
     #: Folder of each user's tree where files and folders shared with them appear (Nextcloud's
     #: ``share_folder``): ``/`` (the root) or e.g. ``/Shared``, created on first need.
     share_folder: str = "/"
@@ -166,6 +172,14 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _is_version(text: str) -> bool:
+    try:
+        parse_version(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _validate(settings: Settings) -> None:
     checks: list[tuple[str, bool, str]] = [
         ("port", 0 <= settings.port <= 65535, "must be between 0 and 65535"),
@@ -206,6 +220,11 @@ def _validate(settings: Settings) -> None:
         ("sweep_interval_seconds", settings.sweep_interval_seconds >= 0, "must not be negative"),
         ("sweep_grace_seconds", settings.sweep_grace_seconds >= 60, "must be at least 60"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
+        (
+            "nextcloud_bulk_min_desktop",
+            _is_version(settings.nextcloud_bulk_min_desktop),
+            "must be a version like 3.10 or 3.10.0 (0 for every version)",
+        ),
         ("auth_failure_window", settings.auth_failure_window > 0, "must be positive"),
         (
             "auth_max_failures_per_address",

@@ -25,6 +25,7 @@ from oxidav.authz.domain_controller import REALM
 from oxidav.db.models.users import User
 from oxidav.nextcloud import capabilities as caps
 from oxidav.nextcloud import ocs
+from oxidav.nextcloud.client_version import offers_bulk
 from oxidav.nextcloud.login_flow import LOGIN_V2, LoginFlowApp
 from oxidav.nextcloud.sharing import SHARING_PREFIXES, SharingApp
 from oxidav.services import Services
@@ -97,7 +98,12 @@ class OcsApp:
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             return self._failure(start_response, api_version, as_json, 405, "Method not allowed")
         if call.rstrip("/") == "cloud/capabilities":
-            bulk = self.services.settings.nextcloud_bulk_upload
+            settings = self.services.settings
+            bulk = offers_bulk(
+                str(environ.get("HTTP_USER_AGENT", "")),
+                settings.nextcloud_bulk_upload,
+                settings.nextcloud_bulk_min_desktop,
+            )
             body, content_type = capabilities_body(api_version, as_json, bulk)
             return _respond(start_response, "200 OK", body, content_type)
         return self._user(environ, start_response, api_version, as_json)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -28,13 +29,24 @@ from tests.nextcloud.nc_sync import (
     server_files,
     transfers,
 )
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, in_process_server, make_settings
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nextcloudcmd") is None, reason="nextcloudcmd is not installed"
 )
 
 DAV = "/remote.php/dav/files/alice"
+
+
+@pytest.fixture
+def live_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
+    """The round trip exercises the installed client's bulk upload path, so bulk is offered to
+    every client version here: the trees of ``make_tree`` hold no empty file, the one thing
+    desktop clients before 3.9 cannot put in a batch (test_nc_client_versions covers the
+    default settings, where those clients are not offered bulk)."""
+    settings = make_settings(tmp_path / "data", db_url, nextcloud_bulk_min_desktop="0")
+    with in_process_server(settings) as server:
+        yield server
 
 
 def _services(server: LiveServer) -> Services:

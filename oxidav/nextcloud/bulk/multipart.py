@@ -4,7 +4,10 @@ The body is never held in memory: ``MultipartReader.parts`` yields one ``Part`` 
 ``body`` iterator reads exactly the part's ``Content-Length`` bytes from the request stream
 (Nextcloud's bulk format requires that header on every part, so no boundary scanning inside
 bodies is needed). Anything that does not follow the format raises ``MultipartError`` with the
-reason, which the endpoint logs and answers with 400.
+reason, which the endpoint logs and answers with 400. A body that stops early (desktop clients
+before 3.9 abort a batch holding an empty file after sending the request head or part of the
+body, see ``oxidav.nextcloud.client_version``) is reported as ending early, never as a
+malformed header: a line cut by the end of the body is not parsed.
 """
 
 from __future__ import annotations
@@ -131,8 +134,8 @@ class MultipartReader:
     def _skip_preamble(self) -> None:
         for _ in range(MAX_HEADERS):
             line = self._stream.read_line()
-            if not line:
-                raise MultipartError("no opening boundary")
+            if not line.endswith(b"\n"):
+                raise MultipartError("body ends before the opening boundary")
             if _strip_eol(line) == self._delimiter:
                 return
         raise MultipartError("no opening boundary near the start of the body")
@@ -141,7 +144,7 @@ class MultipartReader:
         headers: dict[str, str] = {}
         for _ in range(MAX_HEADERS + 1):
             line = self._stream.read_line()
-            if not line:
+            if not line.endswith(b"\n"):
                 raise MultipartError("body ends inside part headers")
             text = line.rstrip(b"\r\n")
             if not text:
@@ -164,8 +167,8 @@ class MultipartReader:
         text = _strip_eol(line)
         if text == self._delimiter + b"--":
             return True
-        if text == self._delimiter:
+        if text == self._delimiter and line.endswith(b"\n"):
             return False
-        if not line:
+        if not line.endswith(b"\n"):
             raise MultipartError("body ends without the closing boundary")
         raise MultipartError("a part is longer than its Content-Length")
