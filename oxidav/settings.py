@@ -10,13 +10,12 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
-
-from oxidav.nextcloud.client_version import parse_version
 
 ENV_PREFIX = "OXIDAV_"
 CONFIG_FILE_NAME = "oxidav.toml"
@@ -172,12 +171,13 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+#: A client version setting: one to three dotted integers (``3.10``, ``3.9.1``), as
+#: ``oxidav.nextcloud.client_version.parse_version`` reads them.
+_VERSION = re.compile(r"\d{1,4}(\.\d{1,6}){0,2}")
+
+
 def _is_version(text: str) -> bool:
-    try:
-        parse_version(text)
-    except ValueError:
-        return False
-    return True
+    return _VERSION.fullmatch(text.strip()) is not None
 
 
 def _validate(settings: Settings) -> None:
