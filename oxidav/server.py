@@ -84,20 +84,21 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     check_listen(settings)
     services = Services.open(settings)
     admin_password = prepare(settings, services.db)
-    warning = wide_warning(settings)
-    if warning is not None:
-        log.warning("%s", warning)
-    try:
-        services.blobs.store.health_check()
-    except Exception as exc:  # any failure of the store's probe is a start-up mistake
-        services.close()
-        raise blob_store_error(settings, exc) from None
     # Registered before the first request; refused while a blob migration switches stores.
     try:
         presence = register_server(services.db, settings.resolved_blob_store)
     except Exception:
         services.close()
         raise
+    warning = wide_warning(settings)
+    if warning is not None:
+        log.warning("%s", warning)
+    try:
+        services.blobs.store.health_check()
+    except Exception as exc:  # any failure of the store's probe is a start-up mistake
+        presence.stop()
+        services.close()
+        raise blob_store_error(settings, exc) from None
     server = build_server(settings, services)
     server.shutdown_timeout = settings.shutdown_timeout
     try:

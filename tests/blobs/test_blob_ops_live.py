@@ -130,7 +130,7 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
         "OXIDAV_SWEEP_INTERVAL_SECONDS": "0",
     }
     result.pop("OXIDAV_BLOB_STORE", None)
-    added = oxidav(result, "user", "add", "alice", "--password", "secret")
+    added = oxidav(result, "user", "add", "alice", "--password", "secret", "--init")
     assert added.returncode == 0, added.stderr
     return result
 
