@@ -55,9 +55,10 @@ def _read_password(args: argparse.Namespace, prompt: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from oxidav.server import configure_logging, serve
+    from oxidav.observability.logs import configure_logging
+    from oxidav.server import serve
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     return serve(settings)
 
 

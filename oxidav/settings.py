@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import ipaddress
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -120,6 +121,12 @@ class Settings:
     #: upload (a chunk an ingest relies on could otherwise go before it commits).
     sweep_grace_seconds: float = 3600.0
     log_level: str = "INFO"
+    #: ``text`` (one line per record) or ``json`` (one JSON object per line, access lines
+    #: with their fields as keys).
+    log_format: str = "text"
+    #: Addresses / CIDRs whose direct requests may read ``/metrics``; others get 404, and so
+    #: does any request that came through a proxy (a Forwarded / X-Forwarded-For header).
+    metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1")
 
     @property
     def resolved_database_url(self) -> str:
@@ -245,6 +252,11 @@ def _validate(settings: Settings) -> None:
             "must be DEBUG, INFO, WARNING or ERROR",
         ),
         (
+            "log_format",
+            settings.log_format in ("text", "json"),
+            "must be text or json",
+        ),
+        (
             "sqlite_synchronous",
             settings.sqlite_synchronous in SQLITE_SYNCHRONOUS,
             "must be " + " or ".join(SQLITE_SYNCHRONOUS),
@@ -271,6 +283,13 @@ def _validate(settings: Settings) -> None:
     for key, ok, why in checks:
         if not ok:
             raise SettingsError(f"invalid setting {key!r}: {why}")
+    for network in settings.metrics_allow:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"invalid setting 'metrics_allow': {network!r} is not an IP address or CIDR"
+            ) from None
     for key in settings.encryption_keys:
         try:
             raw = base64.b64decode(key, validate=True)
