@@ -20,7 +20,13 @@ from oxidav.authz import accounts
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
-from oxidav.settings import Settings, SettingsError, load_settings
+from oxidav.settings import (
+    Settings,
+    SettingsError,
+    load_settings_with_sources,
+    unknown_env_warnings,
+)
+from oxidav.settings_report import settings_help
 
 #: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
 ROOM_COMMANDS = (
@@ -29,6 +35,7 @@ ROOM_COMMANDS = (
     "oxidav.authz.cli",
     "oxidav.authz.locks_cli",
     "oxidav.nextcloud.cli",
+    "oxidav.settings_report",
 )
 
 
@@ -121,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"oxidav {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the server")
+    serve = sub.add_parser(
+        "serve",
+        help="run the server",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _common(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
@@ -204,7 +216,11 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings(_flags(args), config_file=args.config)
+        for warning in unknown_env_warnings():
+            print(f"oxidav: warning: {warning}", file=sys.stderr)
+        settings, args.setting_sources = load_settings_with_sources(
+            _flags(args), config_file=args.config
+        )
         code: int = args.handler(args, settings)
         return code
     except (SettingsError, SchemaTooNewError, accounts.AccountError) as exc:
