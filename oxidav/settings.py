@@ -388,6 +388,9 @@ def load_settings_with_sources(
     layered["data_dir"] = Path(layered.get("data_dir", data_dir)).absolute()
     settings = Settings(**layered)
     _validate(settings)
+    from oxidav.backends import check_installed  # it builds on this module
+
+    check_installed(settings)
     return settings, sources
 
 
