@@ -187,7 +187,7 @@ def make_app(
     routes = [
         *observability_routes(metrics, readiness, settings.metrics_allow),
         *DISCOVERY_ROUTES,
-        *nextcloud_routes(services),
+        *nextcloud_routes(services, lambda: readiness.report().ready),
         *public_link_routes(settings, services),
     ]
     return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))), metrics)

@@ -57,6 +57,9 @@ def test_readyz_names_the_failing_part(live_server: LiveServer) -> None:
             "status": "not ready",
             "checks": {"database": "ok", "blob_store": "failed"},
         }
+        # Nextcloud clients read this as "wait and retry", not as an error.
+        status = live_server.request("GET", "/status.php", user=None)
+        assert (status.status, json.loads(status.body)["maintenance"]) == (200, True)
     finally:
         moved.rename(blobs)
     deadline = time.monotonic() + 20
@@ -149,3 +152,4 @@ def test_metrics_allow_list_replaces_loopback(tmp_path: Path, db_url: str) -> No
 def test_status_php_still_answers(live_server: LiveServer) -> None:
     resp = live_server.request("GET", "/status.php", user=None)
     assert resp.status == 200 and json.loads(resp.body)["installed"] is True
+    assert json.loads(resp.body)["maintenance"] is False
