@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,6 +67,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from oxidav.server import serve
 
     configure_logging(settings.log_level, settings.log_format)
+    for warning in getattr(args, "setting_warnings", ()):
+        logging.getLogger("oxidav.settings").warning("%s", warning)
     return serve(settings)
 
 
@@ -216,8 +219,10 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        for warning in unknown_env_warnings():
-            print(f"oxidav: warning: {warning}", file=sys.stderr)
+        args.setting_warnings = unknown_env_warnings()
+        if args.handler is not cmd_serve:  # serve logs them, in its log format
+            for warning in args.setting_warnings:
+                print(f"oxidav: warning: {warning}", file=sys.stderr)
         settings, args.setting_sources = load_settings_with_sources(
             _flags(args), config_file=args.config
         )

@@ -80,7 +80,7 @@ def test_first_start_text_log(tmp_path: Path) -> None:
 
 
 def test_json_log_lines(tmp_path: Path) -> None:
-    with serve(tmp_path, OXIDAV_LOG_FORMAT="json") as (port, _stdout, stderr):
+    with serve(tmp_path, OXIDAV_LOG_FORMAT="json", OXIDAV_THREDS="4") as (port, _stdout, stderr):
         _status, put_id = request(port, "PUT", "/remote.php/dav/files/admin/b.txt", b"12345678")
         _status, get_id = request(port, "GET", "/remote.php/dav/files/admin/b.txt")
     records = [json.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
@@ -105,6 +105,11 @@ def test_json_log_lines(tmp_path: Path) -> None:
     assert put["path"] == "/remote.php/dav/files/admin/b.txt"
     assert isinstance(get["duration_ms"], float)
     assert any(r["message"] == "stopped" for r in records)
+    [warning] = [r for r in records if r["logger"] == "oxidav.settings"]
+    assert warning["level"] == "WARNING"
+    assert warning["message"] == (
+        "unknown environment variable OXIDAV_THREDS is ignored; did you mean OXIDAV_THREADS?"
+    )
 
 
 def test_debug_level_lets_libraries_speak(tmp_path: Path) -> None:
