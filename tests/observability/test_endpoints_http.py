@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +25,16 @@ def samples(server: LiveServer, headers: dict[str, str] | None = None) -> dict[t
         for sample in family.samples:
             found[(sample.name, *sorted(sample.labels.items()))] = sample.value
     return found
+
+
+def settled_samples(server: LiveServer, done: Callable[[dict[tuple, float]], bool]) -> dict:
+    """A scrape once ``done`` holds for it: a request is counted when its server side ends,
+    which may be a moment after its client read the answer."""
+    deadline = time.monotonic() + 20
+    while True:
+        found = samples(server)
+        if done(found) or time.monotonic() > deadline:
+            return found
 
 
 def test_healthz_answers_without_credentials(live_server: LiveServer) -> None:
@@ -75,7 +86,7 @@ def test_metrics_count_requests_bytes_and_blob_ops(live_server: LiveServer) -> N
     assert live_server.request("PROPFIND", FILES + "/", headers={"Depth": "1"}).status == 207
     assert live_server.request("BREW", FILES + "/m.bin").status in (400, 405, 501)
     assert live_server.request("GET", FILES + "/nothing", user="bob").status in (403, 404)
-    found = samples(live_server)
+    found = settled_samples(live_server, lambda f: f[("oxidav_http_requests_in_progress",)] == 1)
     assert found[("oxidav_http_requests_total", ("method", "PUT"), ("status", "201"))] == 1
     assert found[("oxidav_http_requests_total", ("method", "GET"), ("status", "200"))] >= 1
     assert found[("oxidav_http_requests_total", ("method", "PROPFIND"), ("status", "207"))] == 1
@@ -127,7 +138,8 @@ def test_uploads_and_connections_in_progress(live_server: LiveServer) -> None:
         assert found[("oxidav_http_worker_threads", ("state", "busy"))] >= 2
         upload.send(b"x" * 100000)
         assert upload.getresponse().status == 201
-        assert samples(live_server)[("oxidav_uploads_in_progress",)] == 0
+        found = settled_samples(live_server, lambda f: f[("oxidav_uploads_in_progress",)] == 0)
+        assert found[("oxidav_uploads_in_progress",)] == 0
     finally:
         for conn in [*idle, upload]:
             conn.close()
