@@ -152,6 +152,10 @@ def test_plain_install_serves_sqlite_and_local_blobs(tmp_path: Path) -> None:
     python, oxidav = venv / "bin" / "python", venv / "bin" / "oxidav"
     for module in ("boto3", "psycopg2"):
         assert _run(python, "-c", f"import {module}").returncode != 0, f"{module} was installed"
+    # The settings' help is read from the installed sources' comments.
+    helped = _run(oxidav, "serve", "--help")
+    assert "  metrics_allow / OXIDAV_METRICS_ALLOW  (" in helped.stdout
+    assert "Addresses / CIDRs whose direct requests may read" in helped.stdout
 
     env = {"PATH": "/usr/bin:/bin", "OXIDAV_ADMIN_PASSWORD": "pw-of-admin"}
     data = tmp_path / "data"

@@ -19,8 +19,6 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
 from oxidav.response_guard import CLEAN_ERROR_BODY
@@ -34,6 +32,8 @@ METRICS = "/metrics"
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _PROXY_HEADERS = ("HTTP_FORWARDED", "HTTP_X_FORWARDED_FOR", "HTTP_X_REAL_IP")
 _NO_CACHE = ("Cache-Control", "no-store")
+#: The Prometheus text format that ``Metrics.exposition`` writes.
+CONTENT_TYPE_PLAIN_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def parse_networks(values: Sequence[str]) -> tuple[Network, ...]:
