@@ -93,7 +93,6 @@ class StatusApp:
         return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else result
 
 
-
 class OcsApp:
     """``/ocs/v{1,2}.php/cloud/{capabilities,user}``."""
 
