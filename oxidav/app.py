@@ -2,12 +2,14 @@
 
 The request path of DESIGN §3, outermost first::
 
-    AccessLog                       one line per request (with the request id)
+    AccessLog                       one line per request (with the request id), and the
+                                    request metrics (oxidav.observability)
     ResponseGuard                   request id (X-Request-ID), 5xx bodies: status + request id,
                                     uncaught exceptions logged, every answer framed correctly
     RejectBadPaths                  a path that is not UTF-8 or climbs above "/": 400;
                                     dot segments resolved
-    Router                          /.well-known/*, (Nextcloud) /status.php, /ocs/*,
+    Router                          /healthz, /readyz, /metrics (oxidav.observability),
+                                    /.well-known/*, (Nextcloud) /status.php, /ocs/*,
                                     public links: /s/<token>, /public.php/webdav and
                                     /public.php/dav/files/<token> (their own WsgiDAVApps:
                                     OxiErrorPages, PublicLinkMiddleware, resolver)
@@ -42,6 +44,10 @@ from oxidav.nextcloud.middleware import NextcloudMiddleware
 from oxidav.nextcloud.public_links import PublicLinkPages
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
+from oxidav.observability.blob_metrics import InstrumentedBlobStore
+from oxidav.observability.endpoints import observability_routes
+from oxidav.observability.metrics import Metrics
+from oxidav.observability.readiness import Readiness
 from oxidav.providers import urls
 from oxidav.providers.addressbooks import AddressbooksProvider
 from oxidav.providers.calendars import CalendarsProvider
@@ -155,14 +161,33 @@ def public_link_routes(settings: Settings, services: Services) -> list[tuple[str
     ]
 
 
-def make_app(settings: Settings, services: Services | None = None) -> WSGIApplication:
-    """Build the WSGI app. The database must already be migrated (``bootstrap.prepare``)."""
+def instrument(services: Services, metrics: Metrics) -> Readiness:
+    """Count the blob store's calls and the database pool in ``metrics``; the readiness
+    probes of both."""
+    chain = services.blobs
+    store = chain.store
+    if isinstance(store, InstrumentedBlobStore):  # a second app on the same services
+        store = store.inner
+    chain.store = InstrumentedBlobStore(store, metrics)
+    metrics.watch_pool(services.db.engine)
+    return Readiness(services.db, chain.store)
+
+
+def make_app(
+    settings: Settings, services: Services | None = None, metrics: Metrics | None = None
+) -> WSGIApplication:
+    """Build the WSGI app. The database must already be migrated (``bootstrap.prepare``).
+    ``metrics``: where the app counts (a fresh ``Metrics`` if None); the server adds its
+    connection gauges to it (``Metrics.watch_server``)."""
     services = services or Services.open(settings)
+    metrics = metrics or Metrics()
+    readiness = instrument(services, metrics)
     register_share_types(link_share_types)  # oc:share-types 3 (idempotent)
     dav = WsgiDAVApp(dav_config(settings, services))
     routes = [
+        *observability_routes(metrics, readiness, settings.metrics_allow),
         *DISCOVERY_ROUTES,
-        *nextcloud_routes(services),
+        *nextcloud_routes(services, lambda: readiness.report().ready),
         *public_link_routes(settings, services),
     ]
-    return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))))
+    return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))), metrics)

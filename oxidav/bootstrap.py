@@ -1,13 +1,16 @@
 """Preparing a data dir: folders, database schema, first user.
 
 ``prepare`` is what ``oxidav serve`` runs before it listens: on an empty data dir it creates the
-folder, the SQLite database and the blob folder, migrates, and creates ``admin``; on an existing
-one it refuses a schema newer than this code and migrates an older one. What a new installation
-creates is private to the server's user (``oxidav.startup.make_private``). A database that
-cannot be opened or reached is a one-line ``StartupError``.
+folder, the SQLite database and the blob folder, migrates, and creates ``admin`` (its password
+is returned for showing only when oxidav generated it); on an existing one it refuses a schema
+newer than this code and migrates an older one. What a new installation creates is private to
+the server's user (``oxidav.startup.make_private``). A database that cannot be opened or
+reached is a one-line ``StartupError``.
 """
 
 from __future__ import annotations
+
+import logging
 
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
@@ -16,6 +19,8 @@ from oxidav.db import Database
 from oxidav.db.migrate import check_not_newer, upgrade
 from oxidav.settings import Settings
 from oxidav.startup import PRIVATE_DIR, database_error, make_private, sqlite_path
+
+log = logging.getLogger("oxidav.bootstrap")
 
 
 def prepare_storage(settings: Settings, db: Database) -> None:
@@ -37,6 +42,12 @@ def prepare_storage(settings: Settings, db: Database) -> None:
 
 
 def prepare(settings: Settings, db: Database) -> str | None:
-    """Prepare storage; return the new admin password if a first user was created."""
+    """Prepare storage; create ``admin`` on a database without users. Return its password
+    when oxidav generated it (the caller shows it once); a password the operator set
+    (``admin_password``) is never returned, so never printed."""
     prepare_storage(settings, db)
-    return ensure_first_user(db, settings.admin_password)
+    created = ensure_first_user(db, settings.admin_password)
+    if created is not None and settings.admin_password:
+        log.info("created user 'admin' with the password of the admin_password setting")
+        return None
+    return created

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -24,7 +25,13 @@ from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
 from oxidav.presence import MaintenanceRunningError
-from oxidav.settings import Settings, SettingsError, load_settings
+from oxidav.settings import (
+    Settings,
+    SettingsError,
+    load_settings_with_sources,
+    unknown_env_warnings,
+)
+from oxidav.settings_report import settings_help
 from oxidav.startup import (
     PROCESS_UMASK,
     StartupError,
@@ -41,6 +48,7 @@ ROOM_COMMANDS = (
     "oxidav.authz.locks_cli",
     "oxidav.nextcloud.cli",
     "oxidav.backup.cli",
+    "oxidav.settings_report",
 )
 
 
@@ -67,10 +75,13 @@ def _read_password(args: argparse.Namespace, prompt: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from oxidav.server import configure_logging, serve
+    from oxidav.observability.logs import configure_logging
+    from oxidav.server import serve
 
     os.umask(PROCESS_UMASK)  # whatever the server creates is its user's alone
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
+    for warning in getattr(args, "setting_warnings", ()):
+        logging.getLogger("oxidav.settings").warning("%s", warning)
     return serve(settings)
 
 
@@ -133,7 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"oxidav {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the server")
+    serve = sub.add_parser(
+        "serve",
+        help="run the server",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _common(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
@@ -229,7 +245,13 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings(_flags(args), config_file=args.config)
+        args.setting_warnings = unknown_env_warnings()
+        if args.handler is not cmd_serve:  # serve logs them, in its log format
+            for warning in args.setting_warnings:
+                print(f"oxidav: warning: {warning}", file=sys.stderr)
+        settings, args.setting_sources = load_settings_with_sources(
+            _flags(args), config_file=args.config
+        )
         try:
             _check_installation(args, settings)
             code: int = args.handler(args, settings)

@@ -24,8 +24,8 @@ from oxidav.app import make_app
 from oxidav.bootstrap import prepare
 from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.http_front import FrontServer
+from oxidav.observability.metrics import Metrics
 from oxidav.presence import register_server
-from oxidav.response_guard import current_request_id
 from oxidav.services import Services
 from oxidav.settings import Settings
 from oxidav.startup import blob_store_error, check_listen, listen_error, wide_warning
@@ -38,35 +38,11 @@ log = logging.getLogger("oxidav.server")
 STOP_GRACE_SECONDS = 10.0
 
 
-class _RequestIdFilter(logging.Filter):
-    """Gives every record the id of the request its thread serves ("-" outside one)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = current_request_id.get()
-        return True
-
-
-def configure_logging(level: str) -> None:
-    """One stream for oxidav's, cheroot's and WsgiDAV's loggers, each line with the request id
-    (``[-]`` outside a request)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s")
-    )
-    handler.addFilter(_RequestIdFilter())
-    logging.basicConfig(level=level.upper(), handlers=[handler])
-    # WsgiDAV logs every DAVError at INFO/WARNING; our access log already has one line each,
-    # and oxidav.errors the failures. Its records go to the handler above (no handler of its own).
-    wsgidav_log = logging.getLogger("wsgidav")
-    wsgidav_log.setLevel(logging.WARNING)
-    wsgidav_log.handlers.clear()
-    wsgidav_log.propagate = True
-
-
 def build_server(settings: Settings, services: Services) -> wsgi.Server:
+    metrics = Metrics()
     server = FrontServer(
         (settings.host, settings.port),
-        make_app(settings, services),
+        make_app(settings, services, metrics),
         numthreads=settings.threads,
         server_name="oxidav",
         timeout=60,
@@ -76,6 +52,7 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
+    metrics.watch_server(server)
     return server
 
 

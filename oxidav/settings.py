@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import difflib
+import ipaddress
 import os
 import re
 import tomllib
@@ -33,9 +35,13 @@ class SettingsError(ValueError):
 class Settings:
     """Everything an oxidav process can be told. Paths are absolute once loaded."""
 
+    #: Folder of the SQLite database, the local blob store and ``oxidav.toml``.
     data_dir: Path = Path("oxidav-data")
+    #: Address to listen on.
     host: str = "127.0.0.1"
+    #: Port to listen on; 0 picks a free one.
     port: int = 8080
+    #: Worker threads: requests served at once.
     threads: int = 32
     #: Seconds a client has to send a whole request head (request line and headers), from the
     #: accept, or from the first byte of a keep-alive connection's next request; then 408, closed.
@@ -56,12 +62,15 @@ class Settings:
     blob_store: str = ""
     #: Folder of the size-bounded local cache in front of a remote blob store; empty: none.
     blob_cache: str = ""
+    #: Size bound of ``blob_cache`` in bytes.
     blob_cache_bytes: int = 1 << 30
     #: FastCDC chunk sizes in bytes (min / avg / max; the mean chunk is about avg + min). They
     #: decide every chunk boundary: content ingested with other values no longer deduplicates
     #: against older content (nothing breaks). ``python -m bench blobs_chunk_params`` chose them.
     blob_chunk_min: int = 256 << 10
+    #: See ``blob_chunk_min``.
     blob_chunk_avg: int = 1 << 20
+    #: See ``blob_chunk_min``.
     blob_chunk_max: int = 4 << 20
     #: A PUT of a content that is one chunk of at most this many bytes keeps it in the database
     #: row of its chunk, committed with the file's node, instead of a synced blob-store file
@@ -76,6 +85,7 @@ class Settings:
     auth_cache_seconds: float = 60.0
     #: Failed logins per user+address within ``auth_failure_window`` before 429.
     auth_max_failures: int = 10
+    #: Seconds over which failed logins are counted (``auth_max_failures``).
     auth_failure_window: float = 300.0
     #: Failed password checks per client address (an IPv6 /64), whatever the user names,
     #: within ``auth_failure_window`` before 429; checks in flight count.
@@ -127,7 +137,15 @@ class Settings:
     #: Content unreferenced for this long is collected by the sweep; must exceed the longest
     #: upload (a chunk an ingest relies on could otherwise go before it commits).
     sweep_grace_seconds: float = 3600.0
+    #: DEBUG, INFO, WARNING or ERROR. Below DEBUG, Alembic, SQLAlchemy, botocore, urllib3,
+    #: cheroot and WsgiDAV log at WARNING only.
     log_level: str = "INFO"
+    #: ``text`` (one line per record) or ``json`` (one JSON object per line, access lines
+    #: with their fields as keys).
+    log_format: str = "text"
+    #: Addresses / CIDRs whose direct requests may read ``/metrics``; others get 404, and so
+    #: does any request that came through a proxy (a Forwarded / X-Forwarded-For header).
+    metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1")
 
     @property
     def resolved_database_url(self) -> str:
@@ -272,6 +290,11 @@ def _validate(settings: Settings) -> None:
             "must be DEBUG, INFO, WARNING or ERROR",
         ),
         (
+            "log_format",
+            settings.log_format in ("text", "json"),
+            "must be text or json",
+        ),
+        (
             "sqlite_synchronous",
             settings.sqlite_synchronous in SQLITE_SYNCHRONOUS,
             "must be " + " or ".join(SQLITE_SYNCHRONOUS),
@@ -298,6 +321,13 @@ def _validate(settings: Settings) -> None:
     for key, ok, why in checks:
         if not ok:
             raise SettingsError(f"invalid setting {key!r}: {why}")
+    for network in settings.metrics_allow:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"invalid setting 'metrics_allow': {network!r} is not an IP address or CIDR"
+            ) from None
     for key in settings.encryption_keys:
         try:
             raw = base64.b64decode(key, validate=True)
@@ -310,7 +340,12 @@ def _validate(settings: Settings) -> None:
 
 
 def _apply(
-    values: dict[str, Any], layer: Mapping[str, Any], source: str, strict_keys: bool
+    values: dict[str, Any],
+    layer: Mapping[str, Any],
+    source: str,
+    strict_keys: bool,
+    sources: dict[str, str] | None = None,
+    label: Callable[[str], str] = lambda key: key,
 ) -> None:
     known = {f.name: f for f in fields(Settings)}
     for key, raw in layer.items():
@@ -323,6 +358,8 @@ def _apply(
             values[key] = convert(raw)
         except (TypeError, ValueError) as exc:
             raise SettingsError(f"invalid setting {key!r} from {source}: {exc}") from None
+        if sources is not None:
+            sources[key] = label(key)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -347,6 +384,16 @@ def load_settings(
     ``config_file`` if given, else ``oxidav.toml`` in the data dir (which itself may come from
     the environment or the flags).
     """
+    return load_settings_with_sources(flags, env, config_file)[0]
+
+
+def load_settings_with_sources(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> tuple[Settings, dict[str, str]]:
+    """``load_settings``, and where each setting came from: ``default``, ``file PATH``,
+    ``env OXIDAV_NAME`` or ``flag --name``."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     env = os.environ if env is None else env
     env_layer = {
@@ -361,20 +408,63 @@ def load_settings(
     data_dir = Path(values.get("data_dir", Settings.data_dir))
     path = config_file or data_dir / CONFIG_FILE_NAME
     layered: dict[str, Any] = {}
+    sources = {name: "default" for name in _field_names()}
     if config_file is not None and not config_file.exists():
         raise SettingsError(f"config file {config_file} does not exist")
     if path.exists():
-        _apply(layered, _read_toml(path), str(path), True)
-    _apply(layered, env_layer, "environment", True)
-    _apply(layered, flags, "command line", True)
+        _apply(layered, _read_toml(path), str(path), True, sources, lambda _k: f"file {path}")
+    _apply(layered, env_layer, "environment", True, sources, lambda k: "env " + env_name(k))
+    _apply(layered, flags, "command line", True, sources, lambda k: "flag " + flag_name(k))
     layered["data_dir"] = Path(layered.get("data_dir", data_dir)).absolute()
     settings = Settings(**layered)
     _validate(settings)
-    return settings
+    from oxidav.backends import check_installed  # it builds on this module
+
+    check_installed(settings)
+    return settings, sources
+
+
+def env_name(key: str) -> str:
+    return ENV_PREFIX + key.upper()
+
+
+def flag_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+#: ``OXIDAV_*`` names that are not settings: the test suite's own switches.
+NOT_SETTINGS_PREFIXES = ("OXIDAV_TEST_", "OXIDAV_REQUIRE_PG", "OXIDAV_FUZZ_")
+
+
+def unknown_env_warnings(env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each ``OXIDAV_*`` variable that names no setting, with the closest
+    setting's variable when one is close."""
+    env = os.environ if env is None else env
+    known = sorted(env_name(name) for name in _field_names())
+    lines = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name.upper() in known:
+            continue
+        if name.startswith(NOT_SETTINGS_PREFIXES):
+            continue
+        # Compared without the prefix every name shares, which would make all look alike.
+        key = name[len(ENV_PREFIX) :].lower()
+        close = difflib.get_close_matches(key, sorted(_field_names()), n=1, cutoff=0.7)
+        hint = f"; did you mean {env_name(close[0])}?" if close else ""
+        lines.append(f"unknown environment variable {name} is ignored{hint}")
+    return lines
 
 
 def _field_names() -> set[str]:
     return {f.name for f in fields(Settings)}
 
 
-__all__ = ["Settings", "SettingsError", "load_settings"]
+__all__ = [
+    "Settings",
+    "SettingsError",
+    "env_name",
+    "flag_name",
+    "load_settings",
+    "load_settings_with_sources",
+    "unknown_env_warnings",
+]

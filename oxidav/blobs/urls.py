@@ -3,7 +3,8 @@
 ``file:///path`` is a ``LocalBlobStore``; ``s3://bucket/prefix?endpoint_url=…&region=…`` is an
 ``S3BlobStore`` wrapped in a ``RetryingBlobStore`` (optional query keys: ``addressing_style``,
 ``concurrency``). Credentials for S3 come from the usual AWS sources (environment, shared
-config, instance role), never from the URL.
+config, instance role), never from the URL. S3 needs boto3 (the ``s3`` extra); without it
+an s3:// URL is a ``MissingBackendError``.
 
 ``store_from_settings`` builds the whole stack, inner to outer::
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from oxidav.backends import is_missing, missing_backend
 from oxidav.blobs.cache import CachedBlobStore
 from oxidav.blobs.encrypted import EncryptedBlobStore
 from oxidav.blobs.local import LocalBlobStore
@@ -48,7 +50,12 @@ def store_from_url(url: str) -> BlobStore:
         unknown = set(query) - _S3_OPTIONS
         if unknown:
             raise ValueError(f"unknown s3 URL option(s) {sorted(unknown)} in {url!r}")
-        from oxidav.blobs.s3 import DEFAULT_CONCURRENCY, S3BlobStore  # boto3 loads slowly
+        try:
+            from oxidav.blobs.s3 import DEFAULT_CONCURRENCY, S3BlobStore  # boto3 loads slowly
+        except ModuleNotFoundError as exc:
+            if not is_missing(exc, "s3"):
+                raise
+            raise missing_backend("blob_store", "an S3 bucket", "s3") from None
 
         s3 = S3BlobStore(
             parts.netloc,

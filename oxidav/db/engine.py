@@ -51,13 +51,15 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
+from oxidav.backends import is_missing, missing_backend
 from oxidav.settings import SQLITE_SYNCHRONOUS
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: WAL pages after which a commit checkpoints (SQLite's default: 1000; module docstring).
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 8000
 _IMMEDIATE = "oxidav_begin_immediate"
-#: The PostgreSQL driver oxidav installs (``psycopg2-binary``). A URL that names no driver gets
+#: The PostgreSQL driver oxidav uses (``psycopg2-binary``, the ``postgres`` extra; without it a
+#: PostgreSQL URL is a ``MissingBackendError``). A URL that names no driver gets
 #: it: SQLAlchemy 2.1 made ``postgresql://`` mean psycopg 3, which oxidav does not install.
 POSTGRES_DRIVER = "postgresql+psycopg2"
 #: A pooled PostgreSQL connection idle at least this long (seconds) is pinged before it is lent.
@@ -125,7 +127,12 @@ def make_engine(
         )
         _configure_sqlite(engine, sqlite_synchronous)
         return engine
-    engine = create_engine(parsed, pool_size=pool_size, max_overflow=pool_size)
+    try:
+        engine = create_engine(parsed, pool_size=pool_size, max_overflow=pool_size)
+    except ModuleNotFoundError as exc:
+        if not is_missing(exc, "postgres"):
+            raise
+        raise missing_backend("database_url", "PostgreSQL", "postgres") from None
     _ping_when_idle(engine)
     return engine
 

@@ -91,11 +91,12 @@ def sharing_block() -> dict[str, Any]:
     }
 
 
-def status() -> dict[str, Any]:
-    """The object of ``/status.php`` (nextcloud_protocol.md A.2)."""
+def status(maintenance: bool = False) -> dict[str, Any]:
+    """The object of ``/status.php`` (nextcloud_protocol.md A.2); ``maintenance`` while the
+    database or the blob store does not answer, so clients wait instead of failing."""
     return {
         "installed": True,
-        "maintenance": False,
+        "maintenance": maintenance,
         "needsDbUpgrade": False,
         "version": version_text(),
         "versionstring": VERSION_STRING,

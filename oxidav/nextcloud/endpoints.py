@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -59,8 +59,8 @@ def _respond(
 
 
 @functools.cache
-def status_body() -> bytes:
-    return ocs.to_json(caps.status())
+def status_body(maintenance: bool = False) -> bytes:
+    return ocs.to_json(caps.status(maintenance))
 
 
 @functools.cache
@@ -71,15 +71,27 @@ def capabilities_body(api_version: int, as_json: bool, bulk: bool = True) -> tup
     return ocs.render(ocs.envelope(code, "OK", data), as_json)
 
 
-def status_app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-    """``GET /status.php``: the JSON object the client checks for ``installed``."""
-    if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-        return _respond(
-            start_response, "405 Method Not Allowed", b"", "text/plain", [("Allow", "GET, HEAD")]
-        )
-    body = status_body()
-    result = _respond(start_response, "200 OK", body, ocs.JSON_TYPE)
-    return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else result
+class StatusApp:
+    """``GET /status.php``: the JSON object the client checks for ``installed``, and
+    ``maintenance`` while ``ready`` (``oxidav.observability.readiness``: shared, rate-limited
+    probes) says the database or the blob store does not answer."""
+
+    def __init__(self, ready: Callable[[], bool] | None = None) -> None:
+        self.ready = ready
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return _respond(
+                start_response,
+                "405 Method Not Allowed",
+                b"",
+                "text/plain",
+                [("Allow", "GET, HEAD")],
+            )
+        maintenance = self.ready is not None and not self.ready()
+        body = status_body(maintenance)
+        result = _respond(start_response, "200 OK", body, ocs.JSON_TYPE)
+        return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else result
 
 
 class OcsApp:
@@ -210,11 +222,14 @@ def _status_line(code: int) -> str:
     return f"{code} {_REASONS.get(code, 'Error')}"
 
 
-def nextcloud_routes(services: Services) -> list[tuple[str, WSGIApplication]]:
-    """The Router entries of this room (prefix, app)."""
+def nextcloud_routes(
+    services: Services, ready: Callable[[], bool] | None = None
+) -> list[tuple[str, WSGIApplication]]:
+    """The Router entries of this room (prefix, app); ``ready`` drives status.php's
+    ``maintenance``."""
     sharing = SharingApp(services)
     return [
-        (STATUS_PATH, status_app),
+        (STATUS_PATH, StatusApp(ready)),
         *((prefix, sharing) for prefix in SHARING_PREFIXES),  # before the OCS catch-all
         (OCS_PREFIX, OcsApp(services)),
         (LOGIN_V2, LoginFlowApp(services)),

@@ -111,13 +111,14 @@ def test_control_characters_in_a_path_cannot_forge_a_line(
     live_server.request("GET", forged)
     [line] = access_lines.wait_for(1)
     assert "\n" not in line and "\r" not in line
-    method, path, status, _ms, user, addr, sent, request_id = line.split(" ")
+    method, path, status, _ms, user, addr, sent, received, request_id = line.split(" ")
     assert (method, status, user, addr) == ("GET", "404", "user=alice", "addr=127.0.0.1")
     assert (
         path
         == "/remote.php/dav/files/alice/x\\x0aDELETE\\x20/remote.php/dav/files/bob/y\\x20204\\x0d"
     )
     assert sent.startswith("bytes=") and int(sent[6:]) > 0 and request_id.startswith("id=")
+    assert received == "in=0"
 
 
 def test_escape_field() -> None:
