@@ -160,7 +160,7 @@ def test_plain_install_serves_sqlite_and_local_blobs(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "OXIDAV_ADMIN_PASSWORD": "pw-of-admin"}
     data = tmp_path / "data"
     process = subprocess.Popen(
-        [oxidav, "serve", "--data-dir", data, "--port", "0"],
+        [oxidav, "serve", "--init", "--data-dir", data, "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

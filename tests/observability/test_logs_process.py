@@ -29,7 +29,17 @@ def serve(tmp_path: Path, **env: str) -> Iterator[tuple[int, list[str], Path]]:
     }
     with stderr.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "oxidav.cli", "serve", "--port", "0", "--data-dir", str(data)],
+            [
+                sys.executable,
+                "-m",
+                "oxidav.cli",
+                "serve",
+                "--init",
+                "--port",
+                "0",
+                "--data-dir",
+                str(data),
+            ],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
