@@ -3,12 +3,12 @@ killed with SIGKILL at random (seeded) moments and restarted on the same data di
 
 Each client owns one folder (``/soak/cN``) and runs one operation at a time — PUT small and
 large, Nextcloud chunked upload v2 (MKCOL, PUT parts, MOVE ``.file``), MOVE, DELETE, MKCOL,
-PROPPATCH — keeping the model of what the acknowledged (2xx) operations left there
-(``model``). The first operation that loses its answer to the kill is *uncertain*: the folder
-must then hold exactly the state before it or after it. After each restart every folder is
-read back whole (PROPFIND, GET of every file, the dead property) and compared; the observed
-state becomes the model of the next round. Any 5xx, or a 4xx the model did not expect, is
-recorded as a problem.
+PROPPATCH, GET (the exact bytes last written) — keeping the model of what the acknowledged
+(2xx) operations left there (``model``). The first operation that loses its answer to the
+kill is *uncertain*: the folder must then hold exactly the state before it or after it. After
+each restart every folder is read back whole (PROPFIND, GET of every file, the dead property)
+and compared; the observed state becomes the model of the next round. Any 5xx, or a 4xx the
+model did not expect, is recorded as a problem.
 """
 
 from __future__ import annotations
@@ -147,10 +147,16 @@ class Client:
     def step(self, port: int) -> Namespace:
         """One operation; returns the namespace after it (raises ``Lost`` if unanswered)."""
         kind = self.rng.choices(
-            ["small", "large", "chunked", "move", "delete", "mkcol", "proppatch"],
-            weights=[5, 2, 2, 2, 1, 1, 2],
+            ["small", "large", "chunked", "move", "delete", "mkcol", "proppatch", "get"],
+            weights=[5, 2, 2, 2, 1, 1, 2, 3],
         )[0]
         ns = self.ns
+        if kind == "get" and self._files():
+            path = self.rng.choice(sorted(self._files()))
+            data = self.call(port, "GET", self.url(path), (200,))
+            if sha(data) != ns[path].sha:
+                self.stats.problem(f"c{self.index} GET {path}: {len(data)} bytes, not as written")
+            return ns
         if kind in ("small", "large"):
             path, body = self._file_slot(), self._content(kind == "large")
             after = model.put(ns, path, sha(body))
