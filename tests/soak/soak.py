@@ -2,13 +2,14 @@
 killed with SIGKILL at random (seeded) moments and restarted on the same data dir and database.
 
 Each client owns one folder (``/soak/cN``) and runs one operation at a time — PUT small and
-large, Nextcloud chunked upload v2 (MKCOL, PUT parts, MOVE ``.file``), MOVE, DELETE, MKCOL,
-PROPPATCH, GET (the exact bytes last written) — keeping the model of what the acknowledged
-(2xx) operations left there (``model``). The first operation that loses its answer to the
-kill is *uncertain*: the folder must then hold exactly the state before it or after it. After
-each restart every folder is read back whole (PROPFIND, GET of every file, the dead property)
-and compared; the observed state becomes the model of the next round. Any 5xx, or a 4xx the
-model did not expect, is recorded as a problem.
+large, Nextcloud chunked upload v2 (MKCOL, PUT parts, MOVE ``.file``), Nextcloud bulk POST,
+MOVE, DELETE, MKCOL, PROPPATCH, GET (the exact bytes last written) — keeping the model of what
+the acknowledged (2xx) operations left there (``model``). The first operation that loses its
+answer to the kill is *uncertain*: the folder must then hold exactly the state before it or
+after it (a bulk POST all of its files or none). After each restart every folder is read back
+whole (PROPFIND, GET of every file, the dead property) and compared; the observed state
+becomes the model of the next round. Any 5xx, or a 4xx the model did not expect, is recorded
+as a problem.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.client
+import json
 import os
 import random
 import signal
 import subprocess
 import sys
 import threading
+import traceback
 import uuid
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
@@ -54,6 +58,26 @@ PROPFIND_BODY = (
 )
 
 
+BULK = "/remote.php/dav/bulk"
+BOUNDARY = "soak_boundary_26"
+BULK_HEADERS = {"Content-Type": f'multipart/related; boundary="{BOUNDARY}"'}
+
+
+def bulk_body(root: str, files: dict[str, bytes]) -> bytes:
+    """A Nextcloud bulk upload body writing ``files`` (relative to ``root``)."""
+    user_root = root[len(FILES) :]
+    body = b""
+    for rel, data in files.items():
+        head = (
+            f"--{BOUNDARY}\r\nContent-Length: {len(data)}\r\n"
+            f"Content-Type: application/octet-stream\r\n"
+            f"X-File-MD5: {hashlib.md5(data).hexdigest()}\r\nX-File-Mtime: 1700000000\r\n"
+            f"X-File-Path: {user_root}/{rel}\r\n\r\n"
+        )
+        body += head.encode() + data + b"\r\n"
+    return body + f"--{BOUNDARY}--\r\n".encode()
+
+
 class Lost(Exception):
     """The answer to a request was lost (the server was killed)."""
 
@@ -67,6 +91,7 @@ class Stats:
     kills: int = 0
     rounds: int = 0
     problems: list[str] = field(default_factory=list)
+    by_kind: Counter[str] = field(default_factory=Counter)  # acknowledged operations
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def problem(self, text: str) -> None:
@@ -106,6 +131,7 @@ class Client:
         self.rng = random.Random(seed)
         self.stats = stats
         self.allowed: list[Namespace] = [{}]  # what the folder may hold after this round
+        self.kind = ""  # of the operation in flight
         self.pending: Namespace = {}  # the namespace if the operation in flight is applied
 
     def url(self, rel: str) -> str:
@@ -147,9 +173,10 @@ class Client:
     def step(self, port: int) -> Namespace:
         """One operation; returns the namespace after it (raises ``Lost`` if unanswered)."""
         kind = self.rng.choices(
-            ["small", "large", "chunked", "move", "delete", "mkcol", "proppatch", "get"],
-            weights=[5, 2, 2, 2, 1, 1, 2, 3],
+            ["small", "large", "chunked", "bulk", "move", "delete", "mkcol", "proppatch", "get"],
+            weights=[5, 2, 2, 2, 2, 1, 1, 2, 3],
         )[0]
+        self.kind = kind
         ns = self.ns
         if kind == "get" and self._files():
             path = self.rng.choice(sorted(self._files()))
@@ -185,6 +212,20 @@ class Client:
                     "OC-Total-Length": str(sum(map(len, parts))),
                 },
             )
+            return after
+        if kind == "bulk":
+            files = {self._file_slot(): self._content(self.rng.random() < 0.2) for _ in range(4)}
+            after = ns
+            for path, body in files.items():
+                after = model.put(after, path, sha(body))
+            self.pending = after
+            answer = self.call(
+                port, "POST", BULK, (200,), bulk_body(self.root, files), BULK_HEADERS
+            )
+            failed = [k for k, v in json.loads(answer).items() if v.get("error") is not False]
+            if failed:
+                self.stats.problem(f"c{self.index} bulk POST failed for {failed}: {answer[:300]!r}")
+                raise Lost("bulk refused")
             return after
         if kind == "move" and ns:
             src = self.rng.choice(sorted(ns))
@@ -225,10 +266,17 @@ class Client:
                 self.stats.problem(f"c{self.index} PROPPATCH {path} not set: {answer[:300]!r}")
                 raise Lost("proppatch refused")
             return after
+        self.kind = "nothing to do"
         return ns
 
     def run(self, port: int, stop: threading.Event) -> None:
         """Operations until the server is gone (or ``stop``); the last one may be uncertain."""
+        try:
+            self._run(port, stop)
+        except Exception:  # a broken client must fail the soak, not end it quietly
+            self.stats.problem(f"c{self.index} crashed: {traceback.format_exc()}")
+
+    def _run(self, port: int, stop: threading.Event) -> None:
         self.allowed = [self.ns]
         while not stop.is_set():
             self.pending = self.ns
@@ -243,6 +291,7 @@ class Client:
             self.allowed = [after]
             with self.stats.lock:
                 self.stats.acknowledged += 1
+                self.stats.by_kind[self.kind] += 1
 
     # --- reading the folder back -----------------------------------------------------------
 

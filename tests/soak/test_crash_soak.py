@@ -45,6 +45,7 @@ def soak(env: dict[str, str], clients: int, rounds: int, seed: int) -> Stats:
         f"\nsoak: {stats.rounds} rounds, {stats.kills} kills, {stats.requests} requests, "
         f"{stats.acknowledged} acknowledged operations, {stats.uncertain} unanswered "
         f"({stats.uncertain_applied} of them applied), {len(stats.problems)} problems"
+        f"\nacknowledged by kind: {dict(sorted(stats.by_kind.items()))}"
     )
     assert not stats.problems, "\n".join(stats.problems)
     fsck = oxidav(env, "blobs", "fsck", "--deep")
