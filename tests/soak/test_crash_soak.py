@@ -1,8 +1,8 @@
 """Crash soak: clients write over real HTTP while ``oxidav serve`` is SIGKILLed at random
 (seeded) moments and restarted on the same data; after every round each acknowledged
 operation is there exactly, an unanswered one is wholly done or wholly undone, no request
-answers 5xx; at the end ``blobs fsck --deep`` is clean and every content's reference count
-equals its holders — on SQLite and PostgreSQL. CI runs a few rounds; ``-m slow`` the full soak
+answers 5xx, ``blobs fsck --deep`` is clean and every content's reference count equals its
+holders — on SQLite and PostgreSQL. CI runs a few rounds; ``-m slow`` the full soak
 (``OXIDAV_SOAK_ROUNDS``, ``OXIDAV_SOAK_CLIENTS``, ``OXIDAV_SOAK_SEED`` size and seed it).
 """
 
@@ -32,10 +32,23 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
     return result
 
 
+def assert_store_consistent(env: dict[str, str]) -> None:
+    """``blobs fsck --deep`` is clean and every content's refcount equals its holders."""
+    fsck = oxidav(env, "blobs", "fsck", "--deep")
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert fsck.stdout.strip().endswith("clean"), fsck.stdout
+    db = Database.from_url(env["OXIDAV_DATABASE_URL"])
+    try:
+        assert reference_mismatches(db) == []
+    finally:
+        db.dispose()
+
+
 def soak(env: dict[str, str], clients: int, rounds: int, seed: int) -> Stats:
     runner = Soak(env, clients=clients, rounds=rounds, seed=seed)
     try:
-        stats = runner.run()
+        # After each kill, before the restart: the store as the killed server left it.
+        stats = runner.run(after_round=lambda _round: assert_store_consistent(env))
     finally:
         for server in runner.servers:
             if server.process.poll() is None:
@@ -48,14 +61,7 @@ def soak(env: dict[str, str], clients: int, rounds: int, seed: int) -> Stats:
         f"\nacknowledged by kind: {dict(sorted(stats.by_kind.items()))}"
     )
     assert not stats.problems, "\n".join(stats.problems)
-    fsck = oxidav(env, "blobs", "fsck", "--deep")
-    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
-    assert fsck.stdout.strip().endswith("clean"), fsck.stdout
-    db = Database.from_url(env["OXIDAV_DATABASE_URL"])
-    try:
-        assert reference_mismatches(db) == []
-    finally:
-        db.dispose()
+    assert_store_consistent(env)
     return stats
 
 
