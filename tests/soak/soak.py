@@ -78,6 +78,9 @@ def bulk_body(root: str, files: dict[str, bytes]) -> bytes:
     return body + f"--{BOUNDARY}--\r\n".encode()
 
 
+NOTHING = "nothing to do"  # the chosen operation had no target (e.g. MOVE in an empty folder)
+
+
 class Lost(Exception):
     """The answer to a request was lost (the server was killed)."""
 
@@ -266,7 +269,7 @@ class Client:
                 self.stats.problem(f"c{self.index} PROPPATCH {path} not set: {answer[:300]!r}")
                 raise Lost("proppatch refused")
             return after
-        self.kind = "nothing to do"
+        self.kind = NOTHING
         return ns
 
     def run(self, port: int, stop: threading.Event) -> None:
@@ -289,6 +292,8 @@ class Client:
                 return
             self.ns = after
             self.allowed = [after]
+            if self.kind == NOTHING:
+                continue
             with self.stats.lock:
                 self.stats.acknowledged += 1
                 self.stats.by_kind[self.kind] += 1

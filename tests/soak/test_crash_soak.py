@@ -71,6 +71,7 @@ def test_crash_soak_small(env: dict[str, str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_crash_soak_full(env: dict[str, str]) -> None:
     rounds = int(os.environ.get("OXIDAV_SOAK_ROUNDS", "30"))
     clients = int(os.environ.get("OXIDAV_SOAK_CLIENTS", "8"))
