@@ -9,7 +9,6 @@ holders — on SQLite and PostgreSQL. CI runs a few rounds; ``-m slow`` the full
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -17,19 +16,6 @@ from oxidav.db import Database
 
 from .references import reference_mismatches
 from .soak import Soak, Stats, oxidav
-
-
-@pytest.fixture
-def env(db_url: str, tmp_path: Path) -> dict[str, str]:
-    result = {
-        **os.environ,
-        "OXIDAV_DATABASE_URL": db_url,
-        "OXIDAV_DATA_DIR": str(tmp_path / "d"),
-    }
-    result.pop("OXIDAV_BLOB_STORE", None)
-    added = oxidav(result, "user", "add", "alice", "--password", "secret")
-    assert added.returncode == 0, added.stderr
-    return result
 
 
 def assert_store_consistent(env: dict[str, str]) -> None:
