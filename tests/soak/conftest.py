@@ -19,6 +19,6 @@ def env(db_url: str, tmp_path: Path) -> dict[str, str]:
         "OXIDAV_DATA_DIR": str(tmp_path / "d"),
     }
     result.pop("OXIDAV_BLOB_STORE", None)
-    added = oxidav(result, "user", "add", "alice", "--password", "secret")
+    added = oxidav(result, "user", "add", "alice", "--password", "secret", "--init")
     assert added.returncode == 0, added.stderr
     return result
