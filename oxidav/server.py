@@ -10,6 +10,7 @@ from types import FrameType
 from typing import TextIO
 
 from cheroot import wsgi
+from cheroot.ssl import Adapter
 
 from oxidav.app import make_app
 from oxidav.bootstrap import prepare
@@ -19,6 +20,7 @@ from oxidav.response_guard import current_request_id
 from oxidav.services import Services
 from oxidav.settings import Settings
 from oxidav.sweeper import Sweeper
+from oxidav.tls import tls_adapter
 
 log = logging.getLogger("oxidav.server")
 
@@ -48,7 +50,11 @@ def configure_logging(level: str) -> None:
     wsgidav_log.propagate = True
 
 
-def build_server(settings: Settings, services: Services) -> wsgi.Server:
+def build_server(
+    settings: Settings, services: Services, ssl_adapter: Adapter | None = None
+) -> wsgi.Server:
+    """The cheroot server of ``settings``; HTTPS with ``ssl_adapter`` (default: the one of
+    ``tls_cert`` / ``tls_key``, if set)."""
     server = FrontServer(
         (settings.host, settings.port),
         make_app(settings, services),
@@ -61,17 +67,20 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
+    server.ssl_adapter = ssl_adapter or tls_adapter(settings)
     return server
 
 
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
+    ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
     services = Services.open(settings)
     admin_password = prepare(settings, services.db)
-    server = build_server(settings, services)
+    server = build_server(settings, services, ssl_adapter)
     server.prepare()  # binds, so port 0 resolves to the real port
     host, port = server.bind_addr[:2]
-    print(f"oxidav listening on http://{host}:{port}/remote.php/dav/", file=out, flush=True)
+    scheme = "https" if ssl_adapter is not None else "http"
+    print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)
     if admin_password is not None:
         print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
 

@@ -42,6 +42,9 @@ class Settings:
     request_head_timeout: float = 20.0
     #: Largest request head (request line and headers) in bytes; beyond it 431, closed.
     max_request_head_bytes: int = 64 << 10
+    #: PEM certificate (chain) and private key files: set both to serve HTTPS; empty: HTTP.
+    tls_cert: str = ""
+    tls_key: str = ""
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -176,6 +179,11 @@ def _validate(settings: Settings) -> None:
             "max_request_head_bytes",
             1024 <= settings.max_request_head_bytes <= 1 << 20,
             "must be between 1024 and 1048576",
+        ),
+        (
+            "tls_key",
+            bool(settings.tls_cert) == bool(settings.tls_key),
+            "tls_cert and tls_key must be set together",
         ),
         ("blob_cache_bytes", settings.blob_cache_bytes > 0, "must be positive"),
         (
