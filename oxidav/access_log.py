@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from oxidav.nextcloud.login_flow import LOGIN_V2
+from oxidav.origin import client_address
 from oxidav.providers.urls import PUBLIC_DAV_FILES, PUBLIC_SHARE, PUBLIC_WEBDAV
 from oxidav.response_guard import REQUEST_ID
 
@@ -98,7 +99,7 @@ def access_line(environ: WSGIEnvironment, status: str, millis: float, sent: int)
         escape_field(status),
         f"{millis:.1f}ms",
         "user=" + escape_field(_text(_user(environ, path))),
-        "addr=" + escape_field(str(environ.get("REMOTE_ADDR") or "-")),
+        "addr=" + escape_field(client_address(environ) or "-"),
         f"bytes={sent}",
         "id=" + escape_field(str(environ.get(REQUEST_ID, "-"))),
     ]

@@ -2,6 +2,8 @@
 
 The request path of DESIGN §3, outermost first::
 
+    ProxyHeaders                    client address and public URL base, through trusted proxies
+                                    only (oxidav.origin)
     AccessLog                       one line per request (with the request id)
     ResponseGuard                   request id (X-Request-ID), 5xx bodies: status + request id,
                                     uncaught exceptions logged, every answer framed correctly
@@ -42,6 +44,7 @@ from oxidav.nextcloud.middleware import NextcloudMiddleware
 from oxidav.nextcloud.public_links import PublicLinkPages
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
+from oxidav.origin import OriginPolicy, ProxyHeaders
 from oxidav.providers import urls
 from oxidav.providers.addressbooks import AddressbooksProvider
 from oxidav.providers.calendars import CalendarsProvider
@@ -165,4 +168,7 @@ def make_app(settings: Settings, services: Services | None = None) -> WSGIApplic
         *nextcloud_routes(services),
         *public_link_routes(settings, services),
     ]
-    return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))))
+    return ProxyHeaders(
+        AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav)))),
+        OriginPolicy.from_settings(settings),
+    )

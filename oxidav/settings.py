@@ -45,6 +45,15 @@ class Settings:
     #: PEM certificate (chain) and private key files: set both to serve HTTPS; empty: HTTP.
     tls_cert: str = ""
     tls_key: str = ""
+    #: Addresses / CIDR networks of reverse proxies whose X-Forwarded-For, -Proto, -Host and
+    #: Forwarded headers are believed (``oxidav.origin``); empty: nobody's.
+    trusted_proxies: tuple[str, ...] = ()
+    #: ``https://host[:port]`` every generated absolute URL starts with (Nextcloud's
+    #: ``overwrite.cli.url``); empty: the request's host if trusted (``trusted_hosts``).
+    public_url: str = ""
+    #: Host names (or name:port) generated URLs may use (Nextcloud's ``trusted_domains``);
+    #: empty: loopback names and ``host``. Another host gets the first of these instead.
+    trusted_hosts: tuple[str, ...] = ()
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -279,6 +288,18 @@ def _validate(settings: Settings) -> None:
     for key, ok, why in checks:
         if not ok:
             raise SettingsError(f"invalid setting {key!r}: {why}")
+    from oxidav.origin import parse_networks, public_url_problem
+
+    try:
+        parse_networks(settings.trusted_proxies)
+    except ValueError as exc:
+        raise SettingsError(f"invalid setting 'trusted_proxies': {exc}") from None
+    problem = public_url_problem(settings.public_url)
+    if problem:
+        raise SettingsError(f"invalid setting 'public_url': {problem}")
+    for host in settings.trusted_hosts:
+        if not host or any(c in host for c in "/ @"):
+            raise SettingsError(f"invalid setting 'trusted_hosts': {host!r} is not a host[:port]")
     for key in settings.encryption_keys:
         try:
             raw = base64.b64decode(key, validate=True)
