@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from oxidav.nextcloud.login_flow import LOGIN_V2
 from oxidav.observability.logs import ACCESS_FIELDS
 from oxidav.observability.metrics import Metrics
+from oxidav.origin import client_address
 from oxidav.providers.urls import PUBLIC_DAV_FILES, PUBLIC_SHARE, PUBLIC_WEBDAV
 from oxidav.response_guard import REQUEST_ID
 
@@ -121,7 +122,7 @@ def access_fields(
         "status": status,
         "duration_ms": round(millis, 1),
         "user": _text(_user(environ, path)),
-        "addr": str(environ.get("REMOTE_ADDR") or "-"),
+        "addr": client_address(environ) or "-",
         "bytes_out": sent,
         "bytes_in": received,
         "request_id": str(environ.get(REQUEST_ID, "-")),

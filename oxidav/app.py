@@ -2,6 +2,8 @@
 
 The request path of DESIGN §3, outermost first::
 
+    ProxyHeaders                    client address and public URL base, through trusted proxies
+                                    only (oxidav.origin)
     AccessLog                       one line per request (with the request id), and the
                                     request metrics (oxidav.observability)
     ResponseGuard                   request id (X-Request-ID), 5xx bodies: status + request id,
@@ -48,6 +50,7 @@ from oxidav.observability.blob_metrics import InstrumentedBlobStore
 from oxidav.observability.endpoints import observability_routes
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
+from oxidav.origin import OriginPolicy, ProxyHeaders
 from oxidav.providers import urls
 from oxidav.providers.addressbooks import AddressbooksProvider
 from oxidav.providers.calendars import CalendarsProvider
@@ -190,4 +193,7 @@ def make_app(
         *nextcloud_routes(services, lambda: readiness.report().ready),
         *public_link_routes(settings, services),
     ]
-    return AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))), metrics)
+    return ProxyHeaders(
+        AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))), metrics),
+        OriginPolicy.from_settings(settings),
+    )

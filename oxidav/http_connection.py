@@ -16,8 +16,10 @@ A keep-alive connection goes back to cheroot's selector after each response; its
 then wakes the selector's thread, which queues the connection, which wakes a worker: two thread
 hand-offs and two ``epoll_ctl`` calls between a client's back-to-back requests. When no other
 connection waits for a worker, the worker that answered waits up to ``KEEPALIVE_LINGER_MS`` on
-the connection itself and serves its next request directly (plain TCP only). The wait blocks in
-``poll``: it costs the thread, not CPU, and the server has far more threads than cores.
+the connection itself and serves its next request directly. A TLS socket is read for it
+without blocking (half a record is not a head), and decrypted bytes OpenSSL holds count as
+readable. The wait blocks in ``poll``: it costs the thread, not CPU, and the server has far
+more threads than cores.
 
 WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A file served from
 a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 from typing import Any
 
 from cheroot.makefile import MakeFile
@@ -38,7 +41,7 @@ from cheroot.server import HTTPConnection
 from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
-from oxidav.http_reader import HeadState, SocketReader
+from oxidav.http_reader import HeadState, SocketReader, tls_pending
 from oxidav.http_request import BoundedRequest
 
 #: After a keep-alive response, how long (ms) the worker waits on the connection for its next
@@ -113,8 +116,9 @@ class DirectSocketConnection(HTTPConnection):
 
     def close(self) -> None:
         """Close; or, when the client may still be sending a body nobody read, end the
-        answer (``SHUT_WR``) and let the front discard the rest before closing (plain TCP),
-        so the client reads the answer instead of a connection reset."""
+        answer (``SHUT_WR``) and let the front discard the rest before closing, so the client
+        reads the answer instead of a connection reset. (On TLS, ``SSLSocket.shutdown`` drops
+        the TLS layer after the answer went out: what is discarded is the raw bytes.)"""
         linger = getattr(self.server, "linger", None)
         if self.unread_body and self._next_request is not None and linger is not None:
             self.unread_body = False
@@ -140,9 +144,16 @@ class DirectSocketConnection(HTTPConnection):
         reader: SocketReader = self.rfile
         if reader.has_data():
             return reader.head_state(limit)
-        if not self._next_request.poll(KEEPALIVE_LINGER_MS):
+        sock = self.socket
+        if not (tls_pending(sock) or self._next_request.poll(KEEPALIVE_LINGER_MS)):
             return HeadState.EMPTY
-        return reader.receive_head(limit)
+        if not isinstance(sock, ssl.SSLSocket):
+            return reader.receive_head(limit)
+        sock.settimeout(0)
+        try:
+            return reader.receive_head(limit)
+        finally:
+            sock.settimeout(server.timeout)
 
 
 class BufferGateway(Gateway_10):

@@ -23,8 +23,16 @@ client, which may still be sending its body, then reads the answer instead of a 
 
 Idle kept-alive connections expire after the server's ``timeout`` as in cheroot, and only they
 count against cheroot's ``keep_alive_conn_limit`` (connections still sending a head do not).
-TLS connections are handed to workers as cheroot does (their bytes are not readable before the
-TLS layer): the front covers plain TCP, which is what oxidav serves behind a TLS proxy.
+
+With TLS (``tls_cert``; ``FrontServer.ssl_adapter`` set) the front also does the handshake:
+cheroot does it in this thread with a blocking socket, so one client sending half a ClientHello
+stopped every accept for the server's ``timeout``. Here a new connection is wrapped without
+handshaking (``TlsHandshake``) and waits in the selector, non-blocking, until its handshake is
+done (within ``request_head_timeout`` of the accept, else closed); then it is a connection like
+a plain one, its ``SocketReader`` reading plaintext from the ``ssl.SSLSocket``. While in the
+selector a TLS socket is non-blocking (a readable socket may hold half a TLS record) and it
+gets its timeout back when it goes to a worker; plaintext OpenSSL holds already decrypted
+(``pending``) counts as readable.
 
 Invariant: a ``SocketReader`` connection reaches a worker only with a complete head buffered
 (``DirectSocketConnection`` keeps it when it serves a kept-alive connection's next request
@@ -38,6 +46,7 @@ import math
 import select
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -48,7 +57,7 @@ from cheroot import wsgi
 from cheroot.connections import ConnectionManager
 from cheroot.workers.threadpool import ThreadPool
 
-from oxidav.http_reader import HeadState, SocketReader
+from oxidav.http_reader import HeadState, SocketReader, tls_pending
 
 log = logging.getLogger("oxidav.http_front")
 
@@ -61,6 +70,19 @@ LINGER_MAX_CONNECTIONS = 1024
 
 HEAD_TOO_LARGE = ("431 Request Header Fields Too Large", "request head too large")
 HEAD_TOO_SLOW = ("408 Request Timeout", "request head not complete in time")
+
+
+class TlsHandshake:
+    """A TLS connection accepted but not yet through its handshake (in the selector)."""
+
+    def __init__(self, sock: ssl.SSLSocket, addr: Any, deadline: float) -> None:
+        self.socket = sock
+        self.addr = addr
+        self.head_deadline = deadline
+        self.last_used = time.time()
+
+    def close(self) -> None:
+        self.socket.close()
 
 
 def _refusal(status: str, reason: str) -> bytes:
@@ -132,6 +154,73 @@ class FrontConnectionManager(ConnectionManager):
         self._selector.unregister(sock_fd)
         self._end_linger(conn)
 
+    # --- the TLS handshake -----------------------------------------------------------------
+
+    def _accept_tls(self, adapter: Any) -> None:
+        """Accept a connection and start its TLS handshake in the selector."""
+        try:
+            sock, addr = self.server.socket.accept()
+        except OSError:
+            return  # another thread took it, or the listening socket is closing
+        if self.server.stats["Enabled"]:
+            self.server.stats["Accepts"] += 1
+        try:
+            sock.set_inheritable(False)
+            sock.setblocking(False)
+            wrapped = adapter.context.wrap_socket(
+                sock, server_side=True, do_handshake_on_connect=False
+            )
+        except OSError:
+            sock.close()
+            return
+        handshake = TlsHandshake(wrapped, addr, time.time() + self._head_timeout)
+        with self._heads_lock:
+            self._heads_waiting += 1
+        try:
+            self._selector.register(wrapped.fileno(), selectors.EVENT_READ, data=handshake)
+        except (OSError, ValueError, KeyError):
+            self._end_handshake(handshake)
+
+    def _end_handshake(self, handshake: TlsHandshake) -> None:
+        handshake.head_deadline = None  # type: ignore[assignment]
+        with self._heads_lock:
+            self._heads_waiting -= 1
+        with suppress(OSError):
+            handshake.close()
+
+    def _handshake_step(self, sock_fd: int, handshake: TlsHandshake) -> None:
+        sock = handshake.socket
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            handshake.last_used = time.time()
+            return
+        except (ssl.SSLError, OSError) as exc:
+            self._selector.unregister(sock_fd)
+            if isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
+                # Plain HTTP to the TLS port: say so, in plain HTTP, without waiting.
+                log.info("%s: plain HTTP on the TLS port", handshake.addr)
+                with suppress(OSError):
+                    socket.socket.send(sock, _refusal("400 Bad Request", "this port speaks HTTPS"))
+            else:
+                log.debug("%s: TLS handshake failed: %s", handshake.addr, exc)
+            self._end_handshake(handshake)
+            return
+        self._selector.unregister(sock_fd)
+        with self._heads_lock:
+            self._heads_waiting -= 1
+        server = self.server
+        try:
+            ssl_env = server.ssl_adapter.get_environ(sock)
+            conn = server.ConnectionClass(server, sock)
+        except OSError:
+            with suppress(OSError):
+                sock.close()
+            return
+        conn.ssl_env = ssl_env
+        conn.remote_addr, conn.remote_port = handshake.addr[:2]
+        self._admit(conn)
+
     # --- the head phase -------------------------------------------------------------------
 
     def _start_head(self, conn: Any, now: float) -> None:
@@ -159,7 +248,14 @@ class FrontConnectionManager(ConnectionManager):
             conn.close()
 
     def _watch(self, conn: Any) -> None:
+        if isinstance(conn.socket, ssl.SSLSocket):
+            conn.socket.settimeout(0)  # a readable TLS socket may hold half a record
         self._selector.register(conn.socket.fileno(), selectors.EVENT_READ, data=conn)
+
+    def _to_worker(self, conn: Any) -> None:
+        if isinstance(conn.socket, ssl.SSLSocket):
+            conn.socket.settimeout(self.server.timeout)
+        self.server.process_conn(conn)
 
     def put(self, conn: Any) -> None:
         """A kept-alive connection back from a worker: to a worker again if its next head is
@@ -174,9 +270,13 @@ class FrontConnectionManager(ConnectionManager):
             return
         now = time.time()
         conn.last_used = now
-        state = reader.head_state(self._max_head_bytes)
+        if tls_pending(conn.socket):
+            conn.socket.settimeout(0)
+            state = reader.receive_head(self._max_head_bytes)
+        else:
+            state = reader.head_state(self._max_head_bytes)
         if state is HeadState.COMPLETE:
-            self.server.process_conn(conn)
+            self._to_worker(conn)
         elif state is HeadState.TOO_LARGE:
             self._refuse(conn, HEAD_TOO_LARGE)
         else:
@@ -194,10 +294,12 @@ class FrontConnectionManager(ConnectionManager):
             return
         now = time.time()
         conn.last_used = now
-        if select.select([conn.socket], [], [], 0)[0]:
+        if isinstance(conn.socket, ssl.SSLSocket):
+            conn.socket.settimeout(0)
+        if tls_pending(conn.socket) or select.select([conn.socket], [], [], 0)[0]:
             state = reader.receive_head(self._max_head_bytes)
             if state is HeadState.COMPLETE:
-                self.server.process_conn(conn)
+                self._to_worker(conn)
                 return
             if state is not HeadState.PARTIAL and state is not HeadState.EMPTY:
                 self._conclude(conn, state)
@@ -206,6 +308,9 @@ class FrontConnectionManager(ConnectionManager):
         self._watch(conn)
 
     def _readable(self, sock_fd: int, conn: Any) -> None:
+        if isinstance(conn, TlsHandshake):
+            self._handshake_step(sock_fd, conn)
+            return
         if getattr(conn, "linger_deadline", None) is not None:
             self._discard(sock_fd, conn)
             return
@@ -231,7 +336,7 @@ class FrontConnectionManager(ConnectionManager):
         """A connection out of the selector: to a worker with its head, or refused, or
         closed."""
         if state is HeadState.COMPLETE:
-            self.server.process_conn(conn)
+            self._to_worker(conn)
         elif state is HeadState.TOO_LARGE:
             self._refuse(conn, HEAD_TOO_LARGE)
         else:
@@ -255,6 +360,9 @@ class FrontConnectionManager(ConnectionManager):
                 late.append((sock_fd, conn))
         for sock_fd, conn in late:
             self._selector.unregister(sock_fd)
+            if isinstance(conn, TlsHandshake):
+                self._end_handshake(conn)
+                continue
             if getattr(conn, "linger_deadline", None) is not None:
                 self._end_linger(conn)
                 continue
@@ -278,6 +386,10 @@ class FrontConnectionManager(ConnectionManager):
                 continue
             for sock_fd, conn in active:
                 if conn is self.server:
+                    adapter = self.server.ssl_adapter
+                    if adapter is not None:
+                        self._accept_tls(adapter)
+                        continue
                     new_conn = self._from_server_socket(self.server.socket)
                     if new_conn is not None:
                         self._admit(new_conn)

@@ -1,4 +1,5 @@
-"""``SocketReader``: the read side of a plain-TCP connection, in place of cheroot's reader.
+"""``SocketReader``: the read side of a connection (plain TCP or an ``ssl.SSLSocket`` whose
+handshake is done), in place of cheroot's reader.
 
 cheroot reads every request through ``cheroot.makefile.StreamReader``, a ``_pyio``
 (pure-Python) ``BufferedReader``: its ``readline`` peeks and copies its way through the buffer
@@ -22,6 +23,7 @@ from __future__ import annotations
 import enum
 import select
 import socket
+import ssl
 
 #: Bytes asked of the socket when the buffer runs dry (cheroot's reader used 8 KiB).
 RECV_SIZE = 64 * 1024
@@ -32,6 +34,11 @@ READ_STEP = 1 << 20
 #: and trailer lines, which are a few bytes long; a longer one is refused by cheroot's parser
 #: either way, and the buffer does not grow without bound while it waits for a newline.
 UNSIZED_LINE_MAX = 64 * 1024
+
+
+def tls_pending(sock: socket.socket) -> bool:
+    """Whether a TLS socket holds decrypted bytes nobody read (``select`` cannot see them)."""
+    return isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
 
 
 class HeadState(enum.Enum):
@@ -134,10 +141,14 @@ class SocketReader:
 
     def receive_head(self, max_bytes: int) -> HeadState:
         """One receive behind what is buffered (call it when the socket is readable, it
-        blocks otherwise), then ``head_state``; only the new bytes are searched."""
+        blocks otherwise; a non-blocking TLS socket that has only part of a record receives
+        nothing), then ``head_state``; only the new bytes are searched."""
         start = max(len(self._buf) - self._pos - 3, 0)
         try:
             received = self._fill()
+        except (ssl.SSLWantReadError, BlockingIOError):
+            # A non-blocking TLS socket with half a record: nothing new yet.
+            return self._head_state(start, max_bytes)
         except OSError:
             return HeadState.CLOSED
         return self._head_state(start, max_bytes) if received else HeadState.CLOSED
@@ -205,4 +216,4 @@ class SocketReader:
         self.closed = True
 
 
-__all__ = ["READ_STEP", "RECV_SIZE", "HeadState", "SocketReader"]
+__all__ = ["READ_STEP", "RECV_SIZE", "HeadState", "SocketReader", "tls_pending"]

@@ -20,6 +20,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from oxidav.origin import client_address
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -62,7 +64,7 @@ def _refuse(
         "refused %s %r from %s: %s",
         environ.get("REQUEST_METHOD", "-"),
         environ.get("PATH_INFO", ""),
-        environ.get("REMOTE_ADDR", "-"),
+        client_address(environ) or "-",
         logged,
     )
     body = f"400 Bad Request: {answered}\n".encode()

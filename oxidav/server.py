@@ -19,6 +19,7 @@ from types import FrameType
 from typing import TextIO
 
 from cheroot import wsgi
+from cheroot.ssl import Adapter
 
 from oxidav.app import make_app
 from oxidav.bootstrap import prepare
@@ -30,6 +31,7 @@ from oxidav.services import Services
 from oxidav.settings import Settings
 from oxidav.startup import blob_store_error, check_listen, listen_error, wide_warning
 from oxidav.sweeper import Sweeper
+from oxidav.tls import tls_adapter
 
 log = logging.getLogger("oxidav.server")
 
@@ -38,7 +40,11 @@ log = logging.getLogger("oxidav.server")
 STOP_GRACE_SECONDS = 10.0
 
 
-def build_server(settings: Settings, services: Services) -> wsgi.Server:
+def build_server(
+    settings: Settings, services: Services, ssl_adapter: Adapter | None = None
+) -> wsgi.Server:
+    """The cheroot server of ``settings``; HTTPS with ``ssl_adapter`` (default: the one of
+    ``tls_cert`` / ``tls_key``, if set)."""
     metrics = Metrics()
     server = FrontServer(
         (settings.host, settings.port),
@@ -52,12 +58,14 @@ def build_server(settings: Settings, services: Services) -> wsgi.Server:
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
+    server.ssl_adapter = ssl_adapter or tls_adapter(settings)
     metrics.watch_server(server)
     return server
 
 
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
+    ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
     check_listen(settings)
     services = Services.open(settings)
     admin_password = prepare(settings, services.db)
@@ -76,7 +84,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
         presence.stop()
         services.close()
         raise blob_store_error(settings, exc) from None
-    server = build_server(settings, services)
+    server = build_server(settings, services, ssl_adapter)
     server.shutdown_timeout = settings.shutdown_timeout
     try:
         server.prepare()  # binds, so port 0 resolves to the real port
@@ -85,6 +93,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
         services.close()
         raise listen_error(settings, exc) from None
     host, port = server.bind_addr[:2]
+    scheme = "https" if ssl_adapter is not None else "http"
 
     stop = threading.Event()
 
@@ -102,7 +111,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
 
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    print(f"oxidav listening on http://{host}:{port}/remote.php/dav/", file=out, flush=True)
+    print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)
     if admin_password is not None:
         print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
     worker = threading.Thread(target=server.serve, name="cheroot", daemon=True)

@@ -52,6 +52,18 @@ class Settings:
     #: Seconds SIGTERM / SIGINT give the requests under way to finish (nothing new is accepted
     #: meanwhile); then the connections still served are cut and the process exits.
     shutdown_timeout: float = 30.0
+    #: PEM certificate (chain) and private key files: set both to serve HTTPS; empty: HTTP.
+    tls_cert: str = ""
+    tls_key: str = ""
+    #: Addresses / CIDR networks of reverse proxies whose X-Forwarded-For, -Proto, -Host and
+    #: Forwarded headers are believed (``oxidav.origin``); empty: nobody's.
+    trusted_proxies: tuple[str, ...] = ()
+    #: ``https://host[:port]`` every generated absolute URL starts with (Nextcloud's
+    #: ``overwrite.cli.url``); empty: the request's host if trusted (``trusted_hosts``).
+    public_url: str = ""
+    #: Host names (or name:port) generated URLs may use (Nextcloud's ``trusted_domains``);
+    #: empty: loopback names and ``host``. Another host gets the first of these instead.
+    trusted_hosts: tuple[str, ...] = ()
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -217,6 +229,11 @@ def _validate(settings: Settings) -> None:
             1024 <= settings.max_request_head_bytes <= 1 << 20,
             "must be between 1024 and 1048576",
         ),
+        (
+            "tls_key",
+            bool(settings.tls_cert) == bool(settings.tls_key),
+            "tls_cert and tls_key must be set together",
+        ),
         ("blob_cache_bytes", settings.blob_cache_bytes > 0, "must be positive"),
         (
             "blob_chunk_min",
@@ -328,6 +345,18 @@ def _validate(settings: Settings) -> None:
             raise SettingsError(
                 f"invalid setting 'metrics_allow': {network!r} is not an IP address or CIDR"
             ) from None
+    from oxidav.origin import parse_networks, public_url_problem
+
+    try:
+        parse_networks(settings.trusted_proxies)
+    except ValueError as exc:
+        raise SettingsError(f"invalid setting 'trusted_proxies': {exc}") from None
+    problem = public_url_problem(settings.public_url)
+    if problem:
+        raise SettingsError(f"invalid setting 'public_url': {problem}")
+    for host in settings.trusted_hosts:
+        if not host or any(c in host for c in "/ @"):
+            raise SettingsError(f"invalid setting 'trusted_hosts': {host!r} is not a host[:port]")
     for key in settings.encryption_keys:
         try:
             raw = base64.b64decode(key, validate=True)

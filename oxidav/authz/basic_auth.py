@@ -16,6 +16,8 @@ from typing import Any
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from wsgidav.http_authenticator import HTTPAuthenticator
 
+from oxidav.origin import client_address
+
 log = logging.getLogger("oxidav.auth")
 
 
@@ -50,7 +52,7 @@ class OxiHTTPAuthenticator(HTTPAuthenticator):  # type: ignore[misc]
         try:
             user_name, password = parse_basic_credentials(environ["HTTP_AUTHORIZATION"])
         except ValueError as exc:
-            log.warning("bad Authorization header from %s: %s", environ.get("REMOTE_ADDR"), exc)
+            log.warning("bad Authorization header from %s: %s", client_address(environ), exc)
             raise DAVError(HTTP_BAD_REQUEST, f"Malformed Authorization header: {exc}") from None
         if self.domain_controller.basic_auth_user(realm, user_name, password, environ):
             environ["wsgidav.auth.realm"] = realm

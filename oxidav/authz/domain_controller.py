@@ -17,6 +17,7 @@ from wsgidav.dc.base_dc import BaseDomainController
 
 from oxidav.authz.authenticator import Authenticator
 from oxidav.authz.login_refusals import HTTP_TOO_MANY_REQUESTS, LoginRefused
+from oxidav.origin import client_address
 
 REALM = "oxidav"
 ENVIRON_PRINCIPAL = "oxidav.principal"
@@ -46,7 +47,7 @@ class OxiDomainController(BaseDomainController):  # type: ignore[misc]
     def basic_auth_user(
         self, realm: str, user_name: str, password: str, environ: dict[str, Any]
     ) -> bool:
-        address = environ.get("REMOTE_ADDR", "")
+        address = client_address(environ)
         try:
             principal = self.authenticator.authenticate(user_name, password, address)
         except LoginRefused as refused:

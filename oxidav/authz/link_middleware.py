@@ -34,6 +34,7 @@ from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, link_principal
 from oxidav.authz.login_refusals import HTTP_TOO_MANY_REQUESTS
 from oxidav.authz.policy import destination_path
 from oxidav.authz.views import ENVIRON_VIEWS
+from oxidav.origin import client_address
 from oxidav.tree import InvalidName, normalize_path
 
 #: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.
@@ -117,7 +118,7 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
             destination_inside=inside,
         )
         if not decision.allowed:
-            address = environ.get("REMOTE_ADDR", "")
+            address = client_address(environ)
             deny_line(link.token, link.id, f"{method} {path}", decision, address)
             raise DAVError(decision.status, decision.reason)
         if self.gate.drop_mkcol(link, method):
@@ -135,7 +136,7 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         comes as the password of Basic credentials (any user name)."""
         header = environ.get("HTTP_AUTHORIZATION", "")
         password = _basic(header, user_required=False)[1] if header else None
-        credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
+        credentials = Credentials(password=password, address=client_address(environ))
         try:
             return self.gate.open(token, credentials, "webdav")
         except LinkDenied as denied:
@@ -148,7 +149,7 @@ class PublicLinkMiddleware(BaseMiddleware):  # type: ignore[misc]
         if not header:
             raise DAVError(401, "a link token is required", add_headers=_challenge())
         token, password = _basic(header, user_required=True)
-        credentials = Credentials(password=password, address=environ.get("REMOTE_ADDR", ""))
+        credentials = Credentials(password=password, address=client_address(environ))
         try:
             return self.gate.open(token, credentials, "webdav")
         except LinkDenied as denied:

@@ -28,6 +28,7 @@ from oxidav.nextcloud import ocs
 from oxidav.nextcloud.client_version import offers_bulk
 from oxidav.nextcloud.login_flow import LOGIN_V2, LoginFlowApp
 from oxidav.nextcloud.sharing import SHARING_PREFIXES, SharingApp
+from oxidav.origin import client_address
 from oxidav.services import Services
 from oxidav.tree import quota_limit, used_bytes
 
@@ -134,12 +135,12 @@ class OcsApp:
                 name, password = parse_basic_credentials(header)
             except ValueError as exc:
                 log.warning(
-                    "OCS: bad Authorization header from %s: %s", environ.get("REMOTE_ADDR"), exc
+                    "OCS: bad Authorization header from %s: %s", client_address(environ), exc
                 )
                 return self._failure(start_response, api_version, as_json, 400, "Bad credentials")
             try:
                 principal = self.services.authenticator.authenticate(
-                    name, password, environ.get("REMOTE_ADDR", "")
+                    name, password, client_address(environ)
                 )
             except LoginRefused as refused:
                 return self._failure(

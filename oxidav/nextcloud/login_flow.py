@@ -32,6 +32,7 @@ from oxidav.authz.authenticator import LoginRefused
 from oxidav.db import utcnow
 from oxidav.db.models.nextcloud import LoginFlow
 from oxidav.db.models.users import User
+from oxidav.origin import client_address, public_base
 from oxidav.services import Services
 
 if TYPE_CHECKING:
@@ -44,11 +45,6 @@ MAX_FORM_BYTES = 16 * 1024
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def _base_url(environ: WSGIEnvironment) -> str:
-    host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
-    return f"{environ.get('wsgi.url_scheme', 'http')}://{host}"
 
 
 def _reply(
@@ -138,7 +134,7 @@ class LoginFlowApp:
                     client_name=str(environ.get("HTTP_USER_AGENT", ""))[:255],
                 )
             )
-        base = _base_url(environ)
+        base = public_base(environ)
         return _json(
             start_response,
             "200 OK",
@@ -174,7 +170,7 @@ class LoginFlowApp:
         name, password = form.get("user", ""), form.get("password", "")
         try:
             principal = self.services.authenticator.authenticate(
-                name, password, environ.get("REMOTE_ADDR", "")
+                name, password, client_address(environ)
             )
         except LoginRefused as refused:
             message = "Too many failed logins." if refused.status == 429 else "Server busy."
@@ -232,5 +228,5 @@ class LoginFlowApp:
         return _json(
             start_response,
             "200 OK",
-            {"server": _base_url(environ), "loginName": username, "appPassword": password},
+            {"server": public_base(environ), "loginName": username, "appPassword": password},
         )

@@ -35,6 +35,7 @@ from oxidav.blobs import BlobChain
 from oxidav.download_headers import SANDBOX_POLICY, attachment
 from oxidav.nextcloud import public_link_html as html
 from oxidav.nextcloud.zip_stream import zip_folder
+from oxidav.origin import client_address, public_base
 from oxidav.providers.urls import PUBLIC_SHARE, PUBLIC_WEBDAV
 from oxidav.tree import InvalidName, list_children, list_subtree, normalize_path, resolve
 
@@ -131,7 +132,7 @@ class PublicLinkPages:
                 password = parse_basic_credentials(header)[1]
             except ValueError:
                 password = None
-        return Credentials(password, _cookie(environ), str(environ.get("REMOTE_ADDR", "")))
+        return Credentials(password, _cookie(environ), client_address(environ))
 
     @staticmethod
     def _form_password(environ: WSGIEnvironment) -> str:
@@ -166,7 +167,7 @@ class PublicLinkPages:
     ) -> Iterable[bytes]:
         headers = [("Location", base), ("Content-Length", "0")]
         if link.password_hash is not None:
-            secure = "; Secure" if environ.get("wsgi.url_scheme") == "https" else ""
+            secure = "; Secure" if public_base(environ).startswith("https:") else ""
             cookie = (
                 f"{COOKIE}={self.gate.cookie_value(link)}; Path={base}; HttpOnly; "
                 f"SameSite=Lax; Max-Age={12 * 3600}{secure}"

@@ -28,6 +28,7 @@ from oxidav.nextcloud import ocs
 from oxidav.nextcloud.capabilities import DEFAULT_SHARE_PERMISSIONS
 from oxidav.nextcloud.link_shares import SHARE_LINK, LinkShares, is_link_id
 from oxidav.nextcloud.sharing_ops import ShareError, ShareService
+from oxidav.origin import client_address, public_base
 from oxidav.services import Services
 
 if TYPE_CHECKING:
@@ -81,12 +82,6 @@ def _int(params: Mapping[str, str], name: str, default: int | None = None) -> in
         raise ShareError(400, f"Invalid {name}") from None
 
 
-def _base_url(environ: WSGIEnvironment) -> str:
-    """``<scheme>://<host>`` of the request (the absolute ``url`` of a link share)."""
-    host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
-    return f"{environ.get('wsgi.url_scheme', 'http')}://{host}"
-
-
 def _flag(params: Mapping[str, str], name: str) -> bool:
     return params.get(name, "").lower() in ("true", "1", "yes")
 
@@ -126,7 +121,7 @@ class SharingApp:
         method = environ.get("REQUEST_METHOD", "GET")
         params = _params(environ)
         db = self.services.db
-        base_url = _base_url(environ)
+        base_url = public_base(environ)
         if not tail:
             if method == "GET":
                 with db.read() as session:
@@ -238,7 +233,7 @@ class SharingApp:
                 raise ShareError(400, "Bad credentials") from None
             try:
                 principal = self.services.authenticator.authenticate(
-                    name, password, environ.get("REMOTE_ADDR", "")
+                    name, password, client_address(environ)
                 )
             except LoginRefused as refused:
                 retry = [refused.retry_after_header]

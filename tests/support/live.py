@@ -143,7 +143,7 @@ def start_server_process(
     lines: list[str] = []
     for line in process.stdout:
         lines.append(line.rstrip("\n"))
-        match = re.search(r"listening on (http://[^/]+)/", line)
+        match = re.search(r"listening on (https?://[^/]+)/", line)
         if match:
             return ServerProcess(process, match.group(1), lines)
     process.wait()

@@ -1,0 +1,123 @@
+"""oxidav behind a real nginx (Debian's package) that terminates TLS: rclone and nextcloudcmd
+sync through it, and the URLs oxidav generates (login flow v2, link shares) are the public
+``https://`` ones nginx was reached at, since nginx is a trusted proxy. (SQLite: what is under
+test is the HTTP path; ``test_balanced_processes`` runs behind nginx on PostgreSQL.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
+from tests.support.live import start_server_process
+from tests.support.nginx import nginx_available, nginx_proxy
+from tests.support.tls import self_signed
+
+pytestmark = pytest.mark.skipif(not nginx_available(), reason="nginx is not installed")
+
+
+def _cli(*args: str, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "oxidav.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _curl(url: str, cert: Path, *args: str) -> dict[str, object]:
+    done = subprocess.run(
+        ["curl", "-sS", "--fail", "--cacert", str(cert), *args, url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    data: dict[str, object] = json.loads(done.stdout)
+    return data
+
+
+def test_rclone_and_nextcloudcmd_through_nginx_with_tls(tmp_path: Path) -> None:
+    cert = self_signed(tmp_path / "tls")
+    env = {
+        "OXIDAV_DATA_DIR": str(tmp_path / "data"),
+        "OXIDAV_TRUSTED_PROXIES": "127.0.0.1",
+        "OXIDAV_TRUSTED_HOSTS": "localhost",
+    }
+    _cli("user", "add", "alice", "--password", "secret", env=env)
+    server = start_server_process(["--port", "0"], env=env)
+    try:
+        upstream = server.base_url.removeprefix("http://")
+        with nginx_proxy(tmp_path / "nginx", [upstream], cert) as port:
+            public = f"https://localhost:{port}"
+
+            # Generated URLs: what the client reached, https, not oxidav's own http address.
+            flow = _curl(f"{public}/index.php/login/v2", cert.cert, "-X", "POST")
+            poll = flow["poll"]
+            assert isinstance(poll, dict)
+            assert poll["endpoint"] == f"{public}/index.php/login/v2/poll"
+            assert str(flow["login"]).startswith(f"{public}/index.php/login/v2/flow/")
+
+            # rclone round trip, verifying nginx's certificate.
+            source = tmp_path / "source"
+            make_tree(source, TreeShape(small=8, medium=1, large=0, folders=3))
+            obscured = subprocess.run(
+                ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+            rclone_env = {
+                **os.environ,
+                "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+                "RCLONE_CONFIG_OX_TYPE": "webdav",
+                "RCLONE_CONFIG_OX_URL": f"{public}/remote.php/dav/files/alice/",
+                "RCLONE_CONFIG_OX_VENDOR": "nextcloud",
+                "RCLONE_CONFIG_OX_USER": "alice",
+                "RCLONE_CONFIG_OX_PASS": obscured,
+                "RCLONE_CA_CERT": str(cert.cert),
+            }
+            for args in (
+                ("copy", str(source), "ox:rclone"),
+                ("check", str(source), "ox:rclone"),
+                ("copy", "ox:rclone", str(tmp_path / "back")),
+            ):
+                done = subprocess.run(
+                    ["rclone", *args], env=rclone_env, capture_output=True, text=True, timeout=300
+                )
+                assert done.returncode == 0, (args, done.stderr[-3000:])
+            assert local_files(tmp_path / "back") == local_files(source)
+
+            # nextcloudcmd: upload a tree (a chunked upload among it), then a fresh client
+            # downloads exactly that tree.
+            up = tmp_path / "nc-up"
+            make_tree(up, TreeShape(small=6, medium=1, large=1, folders=3), seed=11)
+            down = tmp_path / "nc-down"
+            down.mkdir()
+            for local in (up, down):
+                done = subprocess.run(
+                    [
+                        "nextcloudcmd",
+                        "--non-interactive",
+                        "--trust",
+                        "-u",
+                        "alice",
+                        "-p",
+                        "secret",
+                        str(local),
+                        public,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
+                assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            got = {k: v for k, v in local_files(down).items() if not k.startswith("rclone/")}
+            assert got == {k: v for k, v in local_files(up).items() if not k.startswith("rclone/")}
+    finally:
+        assert server.stop() == 0
