@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -74,6 +76,20 @@ def _cli(env: dict[str, str], *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _stable_port() -> int:
+    """A free port below the ephemeral range: a process restarted on it cannot find it taken by
+    the local end of some outgoing connection (to PostgreSQL, say), as a port of that range can."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for candidate in random.Random().sample(range(10_000, min(low, 32_000)), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise RuntimeError("no free port below the ephemeral range")
+
+
 class Cluster:
     """The processes, each reachable directly (``node(i)``) and all through nginx."""
 
@@ -83,7 +99,7 @@ class Cluster:
         self.processes: list[ServerProcess] = []
         self.users = {"alice": "secret", "bob": "secret"}
 
-    def start(self, index: int, port: int = 0) -> ServerProcess:
+    def start(self, index: int, port: int) -> ServerProcess:
         env = {**self.env, "OXIDAV_DATA_DIR": str(self.tmp_path / f"node{index}")}
         deadline = time.monotonic() + 60
         while True:
@@ -129,11 +145,12 @@ def cluster(tmp_path: Path, pg_url: str, s3_url: str) -> Iterator[Cluster]:
             name,
             "--password",
             "secret",
+            "--init",
         )
     nodes = Cluster(tmp_path, env)
     try:
         for index in range(3):
-            nodes.start(index)
+            nodes.start(index, port=_stable_port())
         yield nodes
     finally:
         for process in nodes.processes:

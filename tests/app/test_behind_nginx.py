@@ -52,7 +52,7 @@ def test_rclone_and_nextcloudcmd_through_nginx_with_tls(tmp_path: Path) -> None:
         "OXIDAV_TRUSTED_PROXIES": "127.0.0.1",
         "OXIDAV_TRUSTED_HOSTS": "localhost",
     }
-    _cli("user", "add", "alice", "--password", "secret", env=env)
+    _cli("user", "add", "alice", "--password", "secret", "--init", env=env)
     server = start_server_process(["--port", "0"], env=env)
     try:
         upstream = server.base_url.removeprefix("http://")

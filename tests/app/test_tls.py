@@ -163,7 +163,9 @@ def _oxidav(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_rclone_and_python_caldav_over_https(tmp_path: Path, cert: CertFiles) -> None:
     data = tmp_path / "data"
     assert (
-        _oxidav("user", "add", "alice", "--password", "secret", "--data-dir", str(data)).returncode
+        _oxidav(
+            "user", "add", "alice", "--password", "secret", "--init", "--data-dir", str(data)
+        ).returncode
         == 0
     )
     server = start_server_process(
@@ -238,7 +240,7 @@ def test_a_bad_certificate_setting_is_one_line_and_exit_2(
     tmp_path: Path, cert: CertFiles, env: dict[str, str], named: str
 ) -> None:
     env = {k: v.format(cert=cert.cert, key=cert.key) for k, v in env.items()}
-    done = _oxidav("serve", "--data-dir", str(tmp_path / "data"), "--port", "0", env=env)
+    done = _oxidav("serve", "--init", "--data-dir", str(tmp_path / "data"), "--port", "0", env=env)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
