@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from oxidav.backup.manifest import BackupError
@@ -13,48 +14,39 @@ from oxidav.progress import Interrupted, Meter, StopFlag
 from oxidav.settings import Settings
 
 
-def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    meter = Meter("backup")
+def _run(title: str, work: Callable[[Meter, StopFlag], object], unfinished: str) -> int:
+    """Run one long command with its progress meter: its report on stdout (exit 0), a
+    ``BackupError`` as one line (exit 2), an interruption as one line (exit 128 + signal)."""
+    meter = Meter(title)
     try:
         with StopFlag() as stop:
-            report = create_backup(settings, Path(args.dest), meter, stop)
+            report = work(meter, stop)
     except BackupError as exc:
-        meter.close()
         print(f"oxidav: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:
-        meter.close()
-        print(
-            f"oxidav: backup interrupted ({exc}); {args.dest} is unfinished — run the same "
-            "command again",
-            file=sys.stderr,
-        )
+        print(f"oxidav: {title} interrupted ({exc}); {unfinished}", file=sys.stderr)
         return exc.exit_code
-    meter.close()
+    finally:
+        meter.close()
     print(report)
     return 0
+
+
+def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    return _run(
+        "backup",
+        lambda meter, stop: create_backup(settings, Path(args.dest), meter, stop),
+        f"{args.dest} is unfinished — run the same command again",
+    )
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    meter = Meter("restore")
-    try:
-        with StopFlag() as stop:
-            report = restore_backup(settings, Path(args.source), meter, stop)
-    except BackupError as exc:
-        meter.close()
-        print(f"oxidav: {exc}", file=sys.stderr)
-        return 2
-    except Interrupted as exc:
-        meter.close()
-        print(
-            f"oxidav: restore interrupted ({exc}) before the database was restored; run the "
-            "same command again",
-            file=sys.stderr,
-        )
-        return exc.exit_code
-    meter.close()
-    print(report)
-    return 0
+    return _run(
+        "restore",
+        lambda meter, stop: restore_backup(settings, Path(args.source), meter, stop),
+        "run the same command again (the database is restored last)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
