@@ -29,6 +29,7 @@ from tests.conftest import _fresh_pg_database
 from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
 from tests.support.live import LiveServer, ServerProcess, start_server_process
 from tests.support.nginx import nginx_available, nginx_proxy
+from tests.support.rclone import rclone_env
 from tests.support.tls import self_signed
 
 pytestmark = [
@@ -247,19 +248,9 @@ def test_rclone_through_nginx_while_a_process_is_killed_and_restarted(
     source = tmp_path / "source"
     make_tree(source, shape)
     with nginx_proxy(tmp_path / "nginx", upstreams, cert) as port:
-        obscured = subprocess.run(
-            ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        env = {
-            **os.environ,
-            "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-            "RCLONE_CONFIG_OX_TYPE": "webdav",
-            "RCLONE_CONFIG_OX_URL": f"https://localhost:{port}/remote.php/dav/files/alice/",
-            "RCLONE_CONFIG_OX_VENDOR": "nextcloud",
-            "RCLONE_CONFIG_OX_USER": "alice",
-            "RCLONE_CONFIG_OX_PASS": obscured,
-            "RCLONE_CA_CERT": str(cert.cert),
-        }
+        env = rclone_env(
+            tmp_path, f"https://localhost:{port}/remote.php/dav/files/alice/", ca_cert=cert.cert
+        )
         sync = subprocess.Popen(
             ["rclone", "copy", "--transfers", "4", "--bwlimit", "2M", str(source), "ox:tree"],
             env=env,

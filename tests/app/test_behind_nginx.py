@@ -17,6 +17,7 @@ import pytest
 from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
 from tests.support.live import start_server_process
 from tests.support.nginx import nginx_available, nginx_proxy
+from tests.support.rclone import rclone_env as ox_remote_env
 from tests.support.tls import self_signed
 
 pytestmark = pytest.mark.skipif(not nginx_available(), reason="nginx is not installed")
@@ -69,19 +70,9 @@ def test_rclone_and_nextcloudcmd_through_nginx_with_tls(tmp_path: Path) -> None:
             # rclone round trip, verifying nginx's certificate.
             source = tmp_path / "source"
             make_tree(source, TreeShape(small=8, medium=1, large=0, folders=3))
-            obscured = subprocess.run(
-                ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            rclone_env = {
-                **os.environ,
-                "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                "RCLONE_CONFIG_OX_TYPE": "webdav",
-                "RCLONE_CONFIG_OX_URL": f"{public}/remote.php/dav/files/alice/",
-                "RCLONE_CONFIG_OX_VENDOR": "nextcloud",
-                "RCLONE_CONFIG_OX_USER": "alice",
-                "RCLONE_CONFIG_OX_PASS": obscured,
-                "RCLONE_CA_CERT": str(cert.cert),
-            }
+            rclone_env = ox_remote_env(
+                tmp_path, f"{public}/remote.php/dav/files/alice/", ca_cert=cert.cert
+            )
             for args in (
                 ("copy", str(source), "ox:rclone"),
                 ("check", str(source), "ox:rclone"),

@@ -27,6 +27,7 @@ import caldav
 import pytest
 
 from tests.support.live import LiveServer, in_process_server, make_settings, start_server_process
+from tests.support.rclone import rclone_env
 from tests.support.tls import CertFiles, self_signed
 
 AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
@@ -180,19 +181,7 @@ def test_rclone_and_python_caldav_over_https(tmp_path: Path, cert: CertFiles) ->
         for i in range(5):
             (source / f"f{i}.txt").write_text(f"file {i}\n" * (i * 1000 + 1))
         (source / "sub" / "big.bin").write_bytes(os.urandom(3 << 20))
-        obscured = subprocess.run(
-            ["rclone", "obscure", "secret"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        env = {
-            **os.environ,
-            "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-            "RCLONE_CONFIG_OX_TYPE": "webdav",
-            "RCLONE_CONFIG_OX_URL": f"{url}/remote.php/dav/files/alice/",
-            "RCLONE_CONFIG_OX_VENDOR": "nextcloud",
-            "RCLONE_CONFIG_OX_USER": "alice",
-            "RCLONE_CONFIG_OX_PASS": obscured,
-            "RCLONE_CA_CERT": str(cert.cert),
-        }
+        env = rclone_env(tmp_path, f"{url}/remote.php/dav/files/alice/", ca_cert=cert.cert)
 
         def rclone(*args: str) -> None:
             done = subprocess.run(
