@@ -10,7 +10,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from oxidav.backup.manifest import MANIFEST_FILE
+from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
 
 AUTH = {"Authorization": "Basic YWxpY2U6c2VjcmV0"}  # alice:secret
@@ -38,13 +38,7 @@ PG_ADMIN = os.environ.get(
 
 
 def oxidav(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_oxidav(env, *args, timeout=300)
 
 
 def request(

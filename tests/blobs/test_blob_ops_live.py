@@ -31,6 +31,7 @@ from oxidav.blobs.migrate import STATE_FILE
 from oxidav.db import Database, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.settings import load_settings
+from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
 
 from .support import pieces
@@ -46,13 +47,7 @@ CHUNKS = {
 
 
 def oxidav(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_oxidav(env, *args, timeout=300)
 
 
 def request(

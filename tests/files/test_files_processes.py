@@ -8,7 +8,6 @@ import http.client
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"alice:secret").decode()}
@@ -27,13 +27,7 @@ LOCKINFO = (
 
 
 def _oxidav(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_oxidav(env, *args, timeout=120)
 
 
 def _request(

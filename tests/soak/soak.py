@@ -22,7 +22,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import traceback
 import uuid
@@ -32,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
+from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
 
 from . import model
@@ -362,13 +362,7 @@ def describe(ns: Namespace) -> str:
 
 
 def oxidav(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_oxidav(env, *args, timeout=600)
 
 
 @dataclass
