@@ -154,7 +154,10 @@ def test_listing_costs_the_same_queries_for_10_and_200_children(
         b"<D:getetag/><D:getlastmodified/><D:getcontentlength/><D:resourcetype/>"
         b"<D:lockdiscovery/><X:dead/></D:prop></D:propfind>"
     )
-    costs = {}
+    # The fewest statements each listing took over three rounds: work that comes with the clock
+    # rather than the request (a credential cache entry expiring on a slow machine) adds to one
+    # round, while a cost per child would show in every round.
+    costs: dict[str, int] = {}
     not_begin = recorded_statements(engine, lambda s: None if s.strip().upper() == "BEGIN" else s)
     prepared_rows = PreparedRead.rows
     with not_begin as statements:
@@ -165,11 +168,11 @@ def test_listing_costs_the_same_queries_for_10_and_200_children(
             return prepared_rows(read, db, params)
 
         monkeypatch.setattr(PreparedRead, "rows", counted_rows)
-        for folder in ("/small", "/big", "/small", "/big"):
+        for folder in ("/small", "/big") * 3:
             statements.clear()
             response = live_server.request("PROPFIND", url(folder), body, headers={"Depth": "1"})
             assert response.status == 207
-            costs[folder] = len(statements)
+            costs[folder] = min(costs.get(folder, len(statements)), len(statements))
     assert costs["/small"] == costs["/big"], costs
     assert any("nodes.parent_id" in s for s in statements)  # the page read is counted
     assert costs["/big"] <= 12, costs
