@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from oxidav.settings import Settings, load_settings
-
-__version__ = "0.1.0"
+from oxidav.version import __version__
 
 if TYPE_CHECKING:
     from oxidav.app import make_app

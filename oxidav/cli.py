@@ -19,7 +19,6 @@ from typing import Any
 
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from oxidav import __version__
 from oxidav.authz import accounts
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
@@ -39,6 +38,7 @@ from oxidav.startup import (
     database_error,
     is_default_data_dir,
 )
+from oxidav.version import __version__
 
 #: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
 ROOM_COMMANDS = (

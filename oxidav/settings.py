@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import difflib
+import importlib.util
 import ipaddress
 import os
 import re
@@ -29,6 +30,27 @@ SQLITE_SYNCHRONOUS = ("normal", "full")
 
 class SettingsError(ValueError):
     """A setting has a value oxidav cannot use. The message names the key."""
+
+
+class MissingBackendError(SettingsError):
+    """A setting names a backend whose Python package is not installed (``oxidav.backends``)."""
+
+
+def missing_backend(setting: str, what: str, extra: str) -> MissingBackendError:
+    return MissingBackendError(
+        f"setting {setting!r} names {what}, whose Python package is not installed: "
+        f"pip install 'oxidav[{extra}]'"
+    )
+
+
+def check_installed(settings: Settings) -> None:
+    """Raise ``MissingBackendError`` if a setting names a backend that is not installed
+    (looked up without importing it), before anything was opened or created."""
+    scheme = settings.database_url.split(":", 1)[0].split("+")[0]
+    if scheme in ("postgresql", "postgres") and importlib.util.find_spec("psycopg2") is None:
+        raise missing_backend("database_url", "PostgreSQL", "postgres")
+    if settings.blob_store.startswith("s3://") and importlib.util.find_spec("boto3") is None:
+        raise missing_backend("blob_store", "an S3 bucket", "s3")
 
 
 @dataclass(frozen=True)
@@ -447,8 +469,6 @@ def load_settings_with_sources(
     layered["data_dir"] = Path(layered.get("data_dir", data_dir)).absolute()
     settings = Settings(**layered)
     _validate(settings)
-    from oxidav.backends import check_installed  # it builds on this module
-
     check_installed(settings)
     return settings, sources
 

@@ -29,12 +29,12 @@ from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.authz.basic_auth import parse_basic_credentials
 from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate, deny_line
-from oxidav.authz.links import LiveLink
-from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, link_principal
+from oxidav.authz.links import LiveLink, link_principal
+from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER
 from oxidav.authz.login_refusals import HTTP_TOO_MANY_REQUESTS
-from oxidav.authz.policy import destination_path
 from oxidav.authz.views import ENVIRON_VIEWS
 from oxidav.origin import client_address
+from oxidav.providers.urls import destination_path
 from oxidav.tree import InvalidName, normalize_path
 
 #: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.

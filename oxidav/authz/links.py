@@ -41,6 +41,15 @@ TOKEN_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 TOKEN_LENGTH = 20
 MAX_LABEL = 255
 
+#: The principal name of requests made through a public link is this prefix and the link's id
+#: (locks taken through a link are held by it: ``oxidav.authz.lock_holders``).
+LINK_PRINCIPAL_PREFIX = "link:"
+
+
+def link_principal(link_id: int) -> str:
+    """The principal name of requests made through public link ``link_id``."""
+    return f"{LINK_PRINCIPAL_PREFIX}{link_id}"
+
 
 class LinkMode(Enum):
     READ = "read"

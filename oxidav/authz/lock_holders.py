@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from oxidav.authz.credential_cache import Principal
 from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.engine import GrantEngine, RequestAuthz
-from oxidav.authz.links import LinkMode
+from oxidav.authz.links import LINK_PRINCIPAL_PREFIX, LinkMode
 from oxidav.authz.resources import Resource
 from oxidav.authz.roles import Permission
 from oxidav.db import Database, utcnow
@@ -43,15 +43,9 @@ from oxidav.db.models.users import User
 from oxidav.providers.urls import FILES
 from oxidav.tree import InvalidName, NodeInfo, get_node, normalize_path, resolve
 
-_LINK_PREFIX = "link:"
 #: The environ key naming who holds the locks a request takes when it is not the authenticated
 #: user (a public link's principal); the files provider makes it WsgiDAV's ``user_name``.
 ENVIRON_LOCK_HOLDER = "oxidav.lock_holder"
-
-
-def link_principal(link_id: int) -> str:
-    """The principal name of requests made through public link ``link_id``."""
-    return f"{_LINK_PREFIX}{link_id}"
 
 
 def node_place(root: str) -> tuple[str, str] | None:
@@ -121,8 +115,8 @@ class LockHolders:
         if node is None:
             return False
         principal = str(lock["principal"])
-        if principal.startswith(_LINK_PREFIX):
-            return _link_covers(session, principal[len(_LINK_PREFIX) :], node)
+        if principal.startswith(LINK_PRINCIPAL_PREFIX):
+            return _link_covers(session, principal[len(LINK_PRINCIPAL_PREFIX) :], node)
         if principal not in holders:  # one engine context per holder: his grants read once
             user_id = session.scalar(select(User.id).where(User.username == principal))
             holders[principal] = (

@@ -38,11 +38,11 @@ from oxidav.authz.engine import GrantEngine
 from oxidav.authz.grants import GrantError, revoke
 from oxidav.authz.mount_names import rename
 from oxidav.authz.mounts import ENVIRON_MOUNTS, Mount, MountService, MountTable, involves_mounts
-from oxidav.authz.policy import Verdict, authorize, decide, destination_path
+from oxidav.authz.policy import Verdict, authorize, decide
 from oxidav.authz.reshares import settle_reshares
 from oxidav.authz.views import ENVIRON_VIEWS
 from oxidav.db.models.authz import Grant
-from oxidav.providers.urls import FILES, LEGACY_WEBDAV
+from oxidav.providers.urls import FILES, LEGACY_WEBDAV, destination_path
 from oxidav.tree import InvalidName, normalize_path
 
 audit = logging.getLogger("oxidav.audit")

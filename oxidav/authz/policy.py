@@ -36,11 +36,9 @@ carries a view for each side that is a mount and the provider copies the rows ac
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.authz.decision import ALLOW, Decision
 from oxidav.authz.engine import RequestAuthz
@@ -61,17 +59,7 @@ __all__ = [
     "authorize",
     "authorize_write",
     "decide",
-    "destination_path",
 ]
-
-
-def destination_path(destination: str) -> str:
-    """The decoded path of a ``Destination`` header (absolute URL or absolute path); a header
-    that is no URL at all (e.g. ``http://[::1``) is a 400."""
-    try:
-        return unquote(urlsplit(destination).path)
-    except ValueError as exc:
-        raise DAVError(HTTP_BAD_REQUEST, f"malformed Destination header: {exc}") from None
 
 
 def decide(username: str, path: str, destination: str | None = None) -> Decision:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from oxidav import __version__
 from oxidav.backup import database
 from oxidav.backup.chunks import copy_chunks
 from oxidav.backup.manifest import (
@@ -29,6 +28,7 @@ from oxidav.blobs.local import LocalBlobStore
 from oxidav.blobs.urls import store_from_url
 from oxidav.progress import Meter, StopFlag
 from oxidav.settings import Settings
+from oxidav.version import __version__
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
+
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 DAV_ROOT = "/remote.php/dav"
 LEGACY_WEBDAV = "/remote.php/webdav"
@@ -55,3 +57,12 @@ def owner_of_path(path: str) -> str | None:
             owner = path[len(prefix) + 1 :].split("/", 1)[0]
             return owner or None
     return None
+
+
+def destination_path(destination: str) -> str:
+    """The decoded path of a ``Destination`` header (absolute URL or absolute path); a header
+    that is no URL at all (e.g. ``http://[::1``) is a 400."""
+    try:
+        return unquote(urlsplit(destination).path)
+    except ValueError as exc:
+        raise DAVError(HTTP_BAD_REQUEST, f"malformed Destination header: {exc}") from None
