@@ -29,13 +29,13 @@ from typing import Any
 
 from sqlalchemy import event, insert
 
-from oxidav.authz import grants
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.decision import Decision
-from oxidav.authz.engine import GrantEngine
-from oxidav.authz.grants import Subject
-from oxidav.authz.resources import Resource
-from oxidav.authz.roles import Action, Role
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.decision import Decision
+from oxidav.authz.grants.engine import GrantEngine
+from oxidav.authz.grants.resources import Resource
+from oxidav.authz.grants.roles import Action, Role
+from oxidav.authz.grants.store import Subject
 from oxidav.db import Database
 from oxidav.db.migrate import upgrade
 from oxidav.db.models.users import User

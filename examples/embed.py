@@ -25,12 +25,11 @@ from wsgidav.http_authenticator import HTTPAuthenticator
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.migrate import upgrade
-from oxidav.providers.files import FilesProvider
-from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.files import DbLockStorage, FilesProvider
 from oxidav.settings import Settings
 
 

@@ -35,8 +35,8 @@ from oxidav.nextcloud.login_flow import LOGIN_V2
 from oxidav.observability.logs import ACCESS_FIELDS
 from oxidav.observability.metrics import Metrics
 from oxidav.origin import client_address
-from oxidav.providers.urls import PUBLIC_DAV_FILES, PUBLIC_SHARE, PUBLIC_WEBDAV
 from oxidav.response_guard import REQUEST_ID
+from oxidav.urls import PUBLIC_DAV_FILES, PUBLIC_SHARE, PUBLIC_WEBDAV
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

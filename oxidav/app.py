@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from wsgidav.wsgidav_app import WsgiDAVApp
 
+from oxidav import urls
 from oxidav.access_log import AccessLog
-from oxidav.authz.basic_auth import OxiHTTPAuthenticator
-from oxidav.authz.domain_controller import OxiDomainController
-from oxidav.authz.link_access import LinkGate
-from oxidav.authz.link_middleware import TOKEN_IN_PATH, PublicLinkMiddleware
+from oxidav.authz.authn.basic_auth import OxiHTTPAuthenticator
+from oxidav.authz.authn.domain_controller import OxiDomainController
+from oxidav.authz.links.access import LinkGate
+from oxidav.authz.links.middleware import TOKEN_IN_PATH, PublicLinkMiddleware
+from oxidav.authz.links.pages import PublicLinkPages
 from oxidav.authz.lock_holders import LockHolders
 from oxidav.authz.middleware import AuthzMiddleware
 from oxidav.error_pages import OxiErrorPages
@@ -43,7 +45,6 @@ from oxidav.nextcloud.endpoints import nextcloud_routes
 from oxidav.nextcloud.enrichers import register_share_types
 from oxidav.nextcloud.link_share_types import link_share_types
 from oxidav.nextcloud.middleware import NextcloudMiddleware
-from oxidav.nextcloud.public_links import PublicLinkPages
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
 from oxidav.observability.blob_metrics import InstrumentedBlobStore
@@ -51,15 +52,14 @@ from oxidav.observability.endpoints import observability_routes
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
 from oxidav.origin import OriginPolicy, ProxyHeaders
-from oxidav.providers import urls
-from oxidav.providers.addressbooks import AddressbooksProvider
-from oxidav.providers.calendars import CalendarsProvider
-from oxidav.providers.files import FilesProvider
-from oxidav.providers.files_locks import DbLockStorage
+from oxidav.providers.caldav.provider import CalendarsProvider
+from oxidav.providers.carddav.provider import AddressbooksProvider
+from oxidav.providers.dav.resolver import XML_INPUT, OxiRequestResolver
+from oxidav.providers.dav.root import DavRootProvider
+from oxidav.providers.dav.xml_input import XmlInput
+from oxidav.providers.files.locks import DbLockStorage
+from oxidav.providers.files.provider import FilesProvider
 from oxidav.providers.principals import PrincipalsProvider
-from oxidav.providers.resolver import XML_INPUT, OxiRequestResolver
-from oxidav.providers.root import DavRootProvider
-from oxidav.providers.xml_input import XmlInput
 from oxidav.request_guard import RejectBadPaths
 from oxidav.response_guard import ResponseGuard
 from oxidav.routes import DISCOVERY_ROUTES, Router

@@ -14,7 +14,7 @@ import logging
 
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
-from oxidav.authz.accounts import ensure_first_user
+from oxidav.authz.authn.accounts import ensure_first_user
 from oxidav.db import Database
 from oxidav.db.migrate import check_not_newer, upgrade
 from oxidav.settings import Settings

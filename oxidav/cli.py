@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError

@@ -11,7 +11,7 @@ asks of its reader: ``readline(size)``, ``read(size)`` (blocks until ``size`` by
 of the stream), iteration by lines, ``has_data()`` (a pipelined request is already buffered,
 so the connection is served again at once instead of waiting in the selector), ``bytes_read``
 and ``close``. ``readinto`` hands a request body straight to the caller's buffer
-(``oxidav.providers.files_body``).
+(``oxidav.providers.files.body``).
 
 Errors are the socket's own: a timeout raises ``TimeoutError`` (cheroot answers 408 or drops
 the idle connection), a reset raises ``ConnectionResetError``, and the end of the stream reads

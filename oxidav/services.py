@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
-from oxidav.authz.authenticator import Authenticator
+from oxidav.authz.authn.authenticator import Authenticator
 from oxidav.blobs import BlobChain
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database

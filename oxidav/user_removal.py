@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, select
 
-from oxidav.authz.accounts import AccountError
+from oxidav.authz.authn.accounts import AccountError
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.models.users import User
 from oxidav.nextcloud.uploads.sessions import release_user_uploads
-from oxidav.providers.urls import files_home_href
 from oxidav.tree import release_user_content
 from oxidav.tree.locks import delete_locks
+from oxidav.urls import files_home_href
 
 
 @dataclass(frozen=True)

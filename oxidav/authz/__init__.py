@@ -33,12 +33,12 @@ Authorization:
 To change who may do what, change ``roles.ACTION_BITS`` or the engine — never a handler.
 """
 
-from oxidav.authz.authenticator import Authenticator, TooManyFailedLogins
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.decision import Decision
-from oxidav.authz.engine import GrantEngine, RequestAuthz
-from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Permission, Role
+from oxidav.authz.authn.authenticator import Authenticator, TooManyFailedLogins
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.grants.decision import Decision
+from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
+from oxidav.authz.grants.resources import Resource, ResourceKind
+from oxidav.authz.grants.roles import Action, Permission, Role
 
 __all__ = [
     "Action",

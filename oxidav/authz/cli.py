@@ -7,7 +7,7 @@
                      [--expires ISO-8601]
     oxidav share list [RESOURCE] [--user U | --group G]
     oxidav share revoke ID
-    oxidav share link create|list|delete …       (public links: ``oxidav.authz.links_cli``)
+    oxidav share link create|list|delete …       (public links: ``oxidav.authz.links.cli``)
     oxidav locks list|remove …                   (WebDAV locks: ``oxidav.authz.locks_cli``)
 
 RESOURCE is ``files/<user>/<path>``, ``calendars/<user>/<uri>`` or ``addressbooks/<user>/<uri>``.
@@ -26,12 +26,14 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz import grants, groups, links_cli, targets
-from oxidav.authz.grants import GrantError, Subject, SubjectKind
-from oxidav.authz.groups import GroupError
-from oxidav.authz.reshares import settle_reshares
-from oxidav.authz.roles import Role, describe
-from oxidav.authz.targets import TargetError
+from oxidav.authz.grants import groups, targets
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.groups import GroupError
+from oxidav.authz.grants.reshares import settle_reshares
+from oxidav.authz.grants.roles import Role, describe
+from oxidav.authz.grants.store import GrantError, Subject, SubjectKind
+from oxidav.authz.grants.targets import TargetError
+from oxidav.authz.links import cli as links_cli
 from oxidav.db import Database
 from oxidav.db.models.authz import Grant, UserGroup
 from oxidav.db.models.users import User

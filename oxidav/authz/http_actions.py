@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from oxidav.authz.roles import Action
+from oxidav.authz.grants.roles import Action
 
 
 class On(Enum):

@@ -31,17 +31,17 @@ from urllib.parse import unquote
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.decision import ALLOW, Decision
-from oxidav.authz.engine import GrantEngine, RequestAuthz
-from oxidav.authz.links import LINK_PRINCIPAL_PREFIX, LinkMode
-from oxidav.authz.resources import Resource
-from oxidav.authz.roles import Permission
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.grants.decision import ALLOW, Decision
+from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
+from oxidav.authz.grants.resources import Resource
+from oxidav.authz.grants.roles import Permission
+from oxidav.authz.links.store import LINK_PRINCIPAL_PREFIX, LinkMode
 from oxidav.db import Database, utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
-from oxidav.providers.urls import FILES
 from oxidav.tree import InvalidName, NodeInfo, get_node, normalize_path, resolve
+from oxidav.urls import FILES
 
 #: The environ key naming who holds the locks a request takes when it is not the authenticated
 #: user (a public link's principal); the files provider makes it WsgiDAV's ``user_name``.

@@ -22,11 +22,11 @@ from urllib.parse import quote
 
 from oxidav.authz.lock_holders import LockHolders, node_place
 from oxidav.db import Database
-from oxidav.providers.files_locks import DbLockStorage
-from oxidav.providers.urls import FILES
+from oxidav.providers.files.locks import DbLockStorage
 from oxidav.settings import Settings
 from oxidav.tree import InvalidName, normalize_path
 from oxidav.tree import locks as rows
+from oxidav.urls import FILES
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 

@@ -11,7 +11,7 @@ Another user's home answers 404 (``policy``): shares are reached through the cal
 tree by that user's URL); the files provider still honours it if a trusted caller sets it.
 
 A request in the caller's own file tree that may involve their mounts (shares shown in their
-tree, ``oxidav.authz.mounts``) reads the caller's mount table first: a path below a mount point
+tree, ``grants.mounts``) reads the caller's mount table first: a path below a mount point
 is decided like the owner's URL and served through the ``TreeView`` left in
 ``environ[ENVIRON_VIEWS]``; the table itself goes to ``environ[ENVIRON_MOUNTS]`` so that
 listings show the mount points. Own-tree requests that cannot involve a mount (and every
@@ -31,19 +31,25 @@ from sqlalchemy.exc import IntegrityError
 from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.decision import ALLOW, Decision
-from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
-from oxidav.authz.engine import GrantEngine
-from oxidav.authz.grants import GrantError, revoke
-from oxidav.authz.mount_names import rename
-from oxidav.authz.mounts import ENVIRON_MOUNTS, Mount, MountService, MountTable, involves_mounts
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.grants.decision import ALLOW, Decision
+from oxidav.authz.grants.engine import GrantEngine
+from oxidav.authz.grants.mount_names import rename
+from oxidav.authz.grants.mounts import (
+    ENVIRON_MOUNTS,
+    Mount,
+    MountService,
+    MountTable,
+    involves_mounts,
+)
+from oxidav.authz.grants.reshares import settle_reshares
+from oxidav.authz.grants.store import GrantError, revoke
+from oxidav.authz.grants.views import ENVIRON_VIEWS
 from oxidav.authz.policy import Verdict, authorize, decide
-from oxidav.authz.reshares import settle_reshares
-from oxidav.authz.views import ENVIRON_VIEWS
 from oxidav.db.models.authz import Grant
-from oxidav.providers.urls import FILES, LEGACY_WEBDAV, destination_path
 from oxidav.tree import InvalidName, normalize_path
+from oxidav.urls import FILES, LEGACY_WEBDAV, destination_path
 
 audit = logging.getLogger("oxidav.audit")
 

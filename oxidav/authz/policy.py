@@ -7,7 +7,7 @@ that is not user-scoped) are allowed at once: no grant query is made.
 books, uploads and trashbin) answers 404, whatever grants exist, as in Nextcloud: a user sees
 only their own home. What is shared with them is reached through their mounts.
 
-**Mounts** (``oxidav.authz.mounts``): a path in the caller's own tree that lies below one of
+**Mounts** (``oxidav.authz.grants.mounts``): a path in the caller's own tree that lies below one of
 their mount points (a share shown in their tree) is mapped to the owner's node, resolved
 through the tree's read API, and every question that ``http_actions.questions`` lists for the
 method is put to the grant engine. A denial carries the engine's status: 404 when the caller
@@ -40,16 +40,16 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.decision import ALLOW, Decision
-from oxidav.authz.engine import RequestAuthz
+from oxidav.authz.grants.decision import ALLOW, Decision
+from oxidav.authz.grants.engine import RequestAuthz
+from oxidav.authz.grants.mounts import Mount, MountTable
+from oxidav.authz.grants.resources import Resource, ResourceKind
+from oxidav.authz.grants.views import TreeView
 from oxidav.authz.http_actions import On, questions
-from oxidav.authz.mounts import Mount, MountTable
-from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.views import TreeView
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
-from oxidav.providers.urls import FILES, LEGACY_WEBDAV, UPLOADS, owner_of_path
 from oxidav.tree import InvalidName, NodeInfo, normalize_path, resolve
+from oxidav.urls import FILES, LEGACY_WEBDAV, UPLOADS, owner_of_path
 
 __all__ = [
     "ALLOW",

@@ -14,7 +14,7 @@
 from oxidav.calendars.caldata import CalendarDataRequest, parse_calendar_data
 from oxidav.calendars.errors import CalendarError
 from oxidav.calendars.filters import CompFilter, TimeRange, parse_filter
-from oxidav.calendars.storage import (
+from oxidav.calendars.store import (
     CalendarInfo,
     CalendarStore,
     ObjectInfo,

@@ -11,7 +11,7 @@
 - ``errors``: typed errors naming the CardDAV precondition they violate.
 
 To serve contacts from elsewhere, use ``ContactStore``; the DAV adapter is
-``oxidav.providers.addressbooks``.
+``oxidav.providers.carddav.provider``.
 """
 
 from oxidav.contacts.address_data import AddressDataRequest, negotiate_accept, render

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from oxidav.authz.authenticator import LoginRefused
-from oxidav.authz.basic_auth import parse_basic_credentials
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.domain_controller import REALM
+from oxidav.authz.authn.authenticator import LoginRefused
+from oxidav.authz.authn.basic_auth import parse_basic_credentials
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.domain_controller import REALM
 from oxidav.db.models.users import User
 from oxidav.nextcloud import capabilities as caps
 from oxidav.nextcloud import ocs

@@ -1,6 +1,6 @@
 """The Nextcloud PROPFIND enrichment: ``oc:`` and ``nc:`` properties of files and folders.
 
-``NodeEnricher`` implements ``oxidav.providers.enrichment.Enricher`` over the tree's
+``NodeEnricher`` implements ``oxidav.providers.dav.enrichment.Enricher`` over the tree's
 ``NodeInfo`` rows (nextcloud_protocol.md A.6): ``oc:id`` (zero-padded file id + instance id,
 stable across MOVE), ``oc:fileid``, ``oc:permissions``, ``oc:size`` (folders: the rolled-up
 size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:share-types``,
@@ -33,18 +33,18 @@ from lxml import etree
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
-from oxidav.authz.engine import RequestAuthz
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.grants.engine import RequestAuthz
+from oxidav.authz.grants.mounts import mounts_of
+from oxidav.authz.grants.resources import Resource, ResourceKind
+from oxidav.authz.grants.roles import Action, allows
 from oxidav.authz.middleware import ENVIRON_AUTHZ
-from oxidav.authz.mounts import mounts_of
-from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, allows
 from oxidav.db import Database
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
 from oxidav.nextcloud.favorites import favorite_ids, set_favorite
-from oxidav.providers.enrichment import PropertyValue
+from oxidav.providers.dav.enrichment import PropertyValue
 from oxidav.tree.types import NodeInfo
 
 OC = "{http://owncloud.org/ns}"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.resources import ResourceKind
+from oxidav.authz.grants.resources import ResourceKind
 from oxidav.db import utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.nextcloud.enrichers import SHARE_LINK

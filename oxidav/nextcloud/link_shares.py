@@ -1,7 +1,7 @@
 """Public links in the Nextcloud OCS Share API (``shareType`` 3): create, get, update, delete,
 and their part of the share list.
 
-A link share is a row of ``public_links`` (``oxidav.authz.links``). Its OCS id is
+A link share is a row of ``public_links`` (``oxidav.authz.links.store``). Its OCS id is
 ``LINK_ID_BASE + link id``, so link ids never collide with user/group share ids (grant ids)
 in the one id space the API exposes. Permissions map to the link mode: 1 (read) -> read-only,
 4 (create only) -> upload-only (file drop), 15 or ``publicUpload=true`` -> read-write; any
@@ -22,11 +22,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz import links
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.hashing_gate import HashingGate
-from oxidav.authz.links import LinkError, LinkMode
-from oxidav.authz.roles import ALL
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.hashing_gate import HashingGate
+from oxidav.authz.grants.roles import ALL
+from oxidav.authz.links import store as links
+from oxidav.authz.links.store import LinkError, LinkMode
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
 from oxidav.nextcloud.sharing_ops import (
@@ -36,8 +36,8 @@ from oxidav.nextcloud.sharing_ops import (
     ShareService,
     parse_expiry,
 )
-from oxidav.providers.urls import PUBLIC_SHARE
 from oxidav.tree import get_node
+from oxidav.urls import PUBLIC_SHARE
 
 SHARE_LINK = 3
 #: OCS ids of link shares start here (grant ids, the user/group share ids, stay below).

@@ -27,8 +27,8 @@ from urllib.parse import parse_qs
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz import accounts
-from oxidav.authz.authenticator import LoginRefused
+from oxidav.authz.authn import accounts
+from oxidav.authz.authn.authenticator import LoginRefused
 from oxidav.db import utcnow
 from oxidav.db.models.nextcloud import LoginFlow
 from oxidav.db.models.users import User

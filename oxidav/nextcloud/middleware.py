@@ -33,8 +33,8 @@ from oxidav.nextcloud.enrichers import NodeEnricher
 from oxidav.nextcloud.headers import InvalidMtime, finish_headers, parse_mtime
 from oxidav.nextcloud.reports import register as register_reports
 from oxidav.nextcloud.search import register as register_search
-from oxidav.providers.enrichment import ENVIRON_ENRICHERS
-from oxidav.providers.urls import UPLOADS
+from oxidav.providers.dav.enrichment import ENVIRON_ENRICHERS
+from oxidav.urls import UPLOADS
 
 log = logging.getLogger("oxidav.nextcloud")
 

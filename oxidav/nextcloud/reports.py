@@ -17,14 +17,14 @@ from typing import Any
 from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.domain_controller import ENVIRON_PRINCIPAL
-from oxidav.authz.mounts import mounts_of
-from oxidav.authz.views import ENVIRON_VIEWS, views_of
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
+from oxidav.authz.grants.mounts import mounts_of
+from oxidav.authz.grants.views import ENVIRON_VIEWS, views_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
-from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
-from oxidav.providers.request_server import OxiRequestServer, register_report
+from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
+from oxidav.providers.dav.request_server import OxiRequestServer, register_report
 from oxidav.tree.types import NodeInfo
 
 FILTER_FILES = OC + "filter-files"

@@ -32,14 +32,14 @@ from lxml import etree
 from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, true
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
 
+from oxidav import urls
 from oxidav.db.models.nextcloud import Favorite
 from oxidav.db.models.tree import Node
 from oxidav.nextcloud.enrichers import NC, OC, OC_FAVORITE, OC_FILEID, OC_SIZE
-from oxidav.providers import urls
-from oxidav.providers.enrichment import enrichers
-from oxidav.providers.files_context import Target
-from oxidav.providers.multistatus import property_names, response_bytes, send_multistatus
-from oxidav.providers.request_server import register_search
+from oxidav.providers.dav.enrichment import enrichers
+from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
+from oxidav.providers.dav.request_server import register_search
+from oxidav.providers.files.context import Target
 from oxidav.tree import InvalidName, normalize_path, resolve
 from oxidav.tree.names import subtree_bounds
 from oxidav.tree.nodes import select_live

@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from oxidav.authz.authenticator import LoginRefused
-from oxidav.authz.basic_auth import parse_basic_credentials
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.domain_controller import REALM
-from oxidav.authz.engine import GrantEngine
+from oxidav.authz.authn.authenticator import LoginRefused
+from oxidav.authz.authn.basic_auth import parse_basic_credentials
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.domain_controller import REALM
+from oxidav.authz.grants.engine import GrantEngine
 from oxidav.nextcloud import ocs
 from oxidav.nextcloud.capabilities import DEFAULT_SHARE_PERMISSIONS
 from oxidav.nextcloud.link_shares import SHARE_LINK, LinkShares, is_link_id

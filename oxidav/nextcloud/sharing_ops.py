@@ -1,14 +1,14 @@
 """The operations behind the Nextcloud OCS Share API: a user or group share *is* a grant.
 
 A share of a file or folder to a user (``shareType`` 0) or a group (1) is recorded as one grant
-(``oxidav.authz.grants``); the share id is the grant id. Nextcloud's permission bits are stored
+(``authz.grants.store``); the share id is the grant id. Nextcloud's permission bits are stored
 exactly as given (``share_bits``: read is required; a file share never carries create or
 delete, as in Nextcloud). Who may share is the grant engine's answer to ``Action.RESHARE`` (the
 owner, or a holder of the share bit giving at most the bits they hold, never for longer than
 they hold the share bit: a reshare's expiry is clamped to theirs); who may see, change or
 delete a share is its resource's owner or the user who made it — anyone else gets 404, as if
 the share did not exist. After a share is changed or deleted, the reshares made through it
-are brought in line (``oxidav.authz.reshares``); the engine already weighs each reshare by what
+are brought in line (``authz.grants.reshares``); the engine already weighs each reshare by what
 its maker holds on every request.
 
 ``path`` names a node in the caller's own view of their tree (``/Photos/x.jpg``), their mounts
@@ -28,15 +28,15 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz import grants
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.engine import Access, GrantEngine
-from oxidav.authz.grantset import earlier
-from oxidav.authz.groups import GroupError, group_id, groups_of_user
-from oxidav.authz.mounts import MountService
-from oxidav.authz.reshares import settle_reshares
-from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import ALL, FILE_BITS, Action, Permission
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.engine import Access, GrantEngine
+from oxidav.authz.grants.grantset import earlier
+from oxidav.authz.grants.groups import GroupError, group_id, groups_of_user
+from oxidav.authz.grants.mounts import MountService
+from oxidav.authz.grants.reshares import settle_reshares
+from oxidav.authz.grants.resources import Resource, ResourceKind
+from oxidav.authz.grants.roles import ALL, FILE_BITS, Action, Permission
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant, UserGroup
 from oxidav.db.models.users import User

@@ -24,12 +24,12 @@ from wsgidav.dav_error import (
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
-from oxidav.authz.credential_cache import Principal
+from oxidav.authz.authn.credential_cache import Principal
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.enrichers import OC_FILEID, OC_ID, oc_id
 from oxidav.nextcloud.trash_ops import TrashItem, list_items, restore
-from oxidav.providers.urls import TRASHBIN
 from oxidav.tree import TreeError, lock_tree, purge
+from oxidav.urls import TRASHBIN
 
 NC = "{http://nextcloud.org/ns}"
 FILENAME = NC + "trashbin-filename"

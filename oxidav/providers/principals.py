@@ -23,16 +23,19 @@ from typing import Any
 from lxml import etree
 from wsgidav.dav_provider import DAVCollection, DAVProvider
 
+from oxidav import urls
 from oxidav.db import Database
-from oxidav.providers import urls
-from oxidav.providers.calendar_context import (
+from oxidav.providers.caldav.context import (
     CALENDAR_HOME_SET,
     CALENDAR_USER_ADDRESS_SET,
     CALENDAR_USER_TYPE,
 )
-from oxidav.providers.dav_collections import Getter, LiveProperties, finite_depth
-from oxidav.providers.dav_users import UserDirectory, UserRecord
-from oxidav.providers.dav_xml import (
+from oxidav.providers.dav.collections import Getter, LiveProperties, finite_depth
+from oxidav.providers.dav.multistatus import response_bytes, send_multistatus
+from oxidav.providers.dav.request_server import register_report
+from oxidav.providers.dav.root import DavRoot
+from oxidav.providers.dav.users import UserDirectory, UserRecord
+from oxidav.providers.dav.xml import (
     CURRENT_USER_PRINCIPAL,
     CURRENT_USER_PRIVILEGE_SET,
     OWNER,
@@ -44,9 +47,6 @@ from oxidav.providers.dav_xml import (
     supported_report_set,
     text_element,
 )
-from oxidav.providers.multistatus import response_bytes, send_multistatus
-from oxidav.providers.request_server import register_report
-from oxidav.providers.root import DavRoot
 from oxidav.settings import Settings
 
 PRINCIPAL_URL = "{DAV:}principal-URL"

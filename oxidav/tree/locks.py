@@ -1,6 +1,6 @@
 """WebDAV locks (RFC 4918 §6) as rows, in WsgiDAV's lock dictionary shape.
 
-These functions are the storage under ``oxidav.providers.files_locks`` (WsgiDAV's
+These functions are the storage under ``oxidav.providers.files.locks`` (WsgiDAV's
 ``LockStorage`` interface) and are also used directly where a tree operation must drop locks in
 its own transaction (DELETE and MOVE remove the locks of the source, §9.6.1 and §9.9.1). Lock
 roots are normalized URLs without a trailing slash; the locks below a root are one range query.

@@ -45,8 +45,8 @@ def test_steps_aside_above_info(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def _link(server: LiveServer, path: str) -> str:
-    from oxidav.authz import links
-    from oxidav.authz.targets import user_id
+    from oxidav.authz.grants.targets import user_id
+    from oxidav.authz.links import store as links
     from oxidav.tree import resolve
 
     assert server.services is not None

@@ -24,8 +24,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from argon2 import PasswordHasher
 
-from oxidav.authz import links
-from oxidav.authz.targets import user_id
+from oxidav.authz.grants.targets import user_id
+from oxidav.authz.links import store as links
 from oxidav.tree import resolve
 from tests.support.live import LiveServer, Response, in_process_server, make_settings
 
@@ -235,7 +235,8 @@ def test_importing_the_app_hashes_nothing() -> None:
         "        calls.append(1)\n"
         "        return _real(*a, **k)\n"
         "    setattr(argon2.PasswordHasher, name, counted)\n"
-        "import oxidav.app, oxidav.cli, oxidav.authz.passwords, oxidav.authz.authenticator\n"
+        "import oxidav.app, oxidav.cli\n"
+        "import oxidav.authz.authn.passwords, oxidav.authz.authn.authenticator\n"
         "print(len(calls))\n"
     )
     done = subprocess.run(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from tests.support.live import LiveServer
 
 PROPFIND_ROOT = ("PROPFIND", "/remote.php/dav/")

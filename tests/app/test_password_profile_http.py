@@ -1,6 +1,6 @@
 """The argon2 profile of stored passwords, and link passwords under the hashing cap, over HTTP.
 
-New hashes use ``oxidav.authz.passwords``' profile (argon2id, 12 MiB, t=3, p=1). A user whose
+New hashes use ``oxidav.authz.authn.passwords``' profile (argon2id, 12 MiB, t=3, p=1). A user whose
 hash was stored with argon2-cffi's default (64 MiB) profile logs in as before and is re-hashed
 to the new profile, in the login's own hashing slot; a failure to store the new hash is logged
 and the login still succeeds. Setting a link password through the Share API hashes in a slot
@@ -17,7 +17,7 @@ import pytest
 from argon2 import PasswordHasher, extract_parameters
 from sqlalchemy import select, text, update
 
-from oxidav.authz.hashing_gate import HashingGate
+from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
 from tests.nextcloud.nc_helpers import ocs, sharing_tree

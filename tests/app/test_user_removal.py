@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.blobs import BlobChain, LocalBlobStore, StoredContent
 from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import event, insert
 
-from oxidav.authz.credential_cache import Principal
-from oxidav.authz.engine import GrantEngine
-from oxidav.authz.resources import Resource
+from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.grants.engine import GrantEngine
+from oxidav.authz.grants.resources import Resource
 from oxidav.db import Database, Transaction, utcnow
 from oxidav.db.models.users import User
 from oxidav.tree import NodeInfo, ensure_root, make_folder, resolve, write_file

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from oxidav.authz import accounts
-from oxidav.authz.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
-from oxidav.authz.hashing_gate import HashingGate
-from oxidav.authz.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
+from oxidav.authz.authn import accounts
+from oxidav.authz.authn.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
+from oxidav.authz.authn.hashing_gate import HashingGate
+from oxidav.authz.authn.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
 from oxidav.db import Database
 from oxidav.settings import Settings, SettingsError, load_settings
 

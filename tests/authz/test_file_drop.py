@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from oxidav.authz.links import LinkMode
+from oxidav.authz.links.store import LinkMode
 from oxidav.tree.drops import MAX_DROP_DEPTH
 from tests.authz.test_public_links import ALICE, _populate, make_link
 from tests.support.live import LiveServer

@@ -1,6 +1,6 @@
 """Caching without staleness: sibling isolation, revocation, expiry, moves, and query counts.
 
-Query-count contract of the engine (``oxidav.authz.engine``), asserted here: a listing of N
+Query-count contract of the engine (``oxidav.authz.grants.engine``), asserted here: a listing of N
 nodes in a folder shared with the principal costs 3 SELECTs, whatever N is (the generation,
 the principal's grants with groups resolved, the folder's ancestor chain); the same listing
 in a later request costs exactly 1 SELECT (the generation, the cheap revocation check).
@@ -14,10 +14,11 @@ from datetime import timedelta
 import pytest
 from grants_support import NoRefs, StatementCounter, World
 
-from oxidav.authz import grants, groups
-from oxidav.authz.grants import Subject
-from oxidav.authz.resources import Resource, ResourceKind
-from oxidav.authz.roles import Action, Role
+from oxidav.authz.grants import groups
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.resources import Resource, ResourceKind
+from oxidav.authz.grants.roles import Action, Role
+from oxidav.authz.grants.store import Subject
 from oxidav.db import Database
 from oxidav.tree import list_children, move_node, write_file
 

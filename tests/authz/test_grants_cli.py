@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from grants_support import World
 
-from oxidav.authz.roles import Action
+from oxidav.authz.grants.roles import Action
 from oxidav.cli import main
 
 
@@ -96,8 +96,8 @@ def test_share_add_takes_roles_or_bits(world: World, oxidav) -> None:
 
 
 def test_share_revoke_takes_the_reshares_made_through_it(world: World, oxidav) -> None:
-    from oxidav.authz import grants
-    from oxidav.authz.grants import Subject
+    from oxidav.authz.grants import store as grants
+    from oxidav.authz.grants.store import Subject
 
     alice, bob = world.alice.username, world.bob.username
     _, out, _ = oxidav("share", "add", f"files/{alice}/A/S", "--user", bob, "--role", "manager")

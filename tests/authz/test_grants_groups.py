@@ -8,10 +8,11 @@ import pytest
 from grants_support import World
 from sqlalchemy import delete, func, select
 
-from oxidav.authz import grants, groups
-from oxidav.authz.grants import GrantError, Subject
-from oxidav.authz.groups import GroupError
-from oxidav.authz.roles import Action, Role
+from oxidav.authz.grants import groups
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.groups import GroupError
+from oxidav.authz.grants.roles import Action, Role
+from oxidav.authz.grants.store import GrantError, Subject
 from oxidav.db.models.authz import Grant, GroupMember
 from oxidav.db.models.users import User
 

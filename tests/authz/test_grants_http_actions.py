@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from oxidav.authz.grants.roles import Action
 from oxidav.authz.http_actions import On, Question, questions
-from oxidav.authz.roles import Action
 
 A = Action
 

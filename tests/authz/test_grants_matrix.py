@@ -12,9 +12,10 @@ from datetime import timedelta
 import pytest
 from grants_support import World
 
-from oxidav.authz import grants, groups
-from oxidav.authz.grants import Subject
-from oxidav.authz.roles import Action, Role
+from oxidav.authz.grants import groups
+from oxidav.authz.grants import store as grants
+from oxidav.authz.grants.roles import Action, Role
+from oxidav.authz.grants.store import Subject
 
 VIEW = {"read", "list", "copy"}
 EDIT = VIEW | {"write", "rename", "create", "delete", "move_in", "move_out", "lock", "proppatch"}

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from oxidav.authz import links
-from oxidav.authz.links import LinkMode
-from oxidav.authz.targets import user_id
+from oxidav.authz.grants.targets import user_id
+from oxidav.authz.links import store as links
+from oxidav.authz.links.store import LinkMode
 from oxidav.cli import main
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant

@@ -1,10 +1,10 @@
-"""``oxidav.authz.mount_names.assign_names``: which name each mount gets, and what is stored."""
+"""``grants.mount_names.assign_names``: which name each mount gets, and what is stored."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from oxidav.authz.mount_names import StoredName, assign_names, candidate
+from oxidav.authz.grants.mount_names import StoredName, assign_names, candidate
 from oxidav.tree.names import MAX_NAME_CHARS
 from oxidav.tree.types import NodeInfo
 

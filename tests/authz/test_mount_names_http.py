@@ -14,11 +14,11 @@ from urllib.parse import quote, unquote
 import pytest
 from sqlalchemy import select
 
-from oxidav.authz import accounts
-from oxidav.authz.grants import Subject, grant
-from oxidav.authz.groups import add_member, create_group
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.authn import accounts
+from oxidav.authz.grants.groups import add_member, create_group
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant
+from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db.models.mount_names import MountName
 from tests.nextcloud.nc_helpers import ocs
 from tests.support.live import LiveServer, in_process_server, make_settings

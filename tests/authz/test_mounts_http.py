@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from oxidav.authz.grants import Subject, grant, revoke
-from oxidav.authz.groups import add_member, create_group
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.grants.groups import add_member, create_group
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant, revoke
+from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db.models.users import User
 from oxidav.settings import SettingsError, load_settings
 from oxidav.tree import used_bytes

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from oxidav.authz import links
-from oxidav.authz.links import LinkMode
+from oxidav.authz.links import store as links
+from oxidav.authz.links.store import LinkMode
 from tests.authz.test_public_links import ALICE, SECRET, _populate, basic, make_link
 from tests.support.live import LiveServer
 

@@ -1,6 +1,6 @@
 """Public links over real HTTP: ``/s/<token>`` pages and downloads, ``/public.php/webdav``.
 
-Links are made through ``oxidav.authz.links`` here; the OCS API that makes them for clients is
+Links are made through ``oxidav.authz.links.store`` here; the OCS API that makes them for clients is
 tested in ``tests/nextcloud/test_nc_link_shares.py``.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from oxidav.authz import links
-from oxidav.authz.links import LinkMode
+from oxidav.authz.links import store as links
+from oxidav.authz.links.store import LinkMode
 from oxidav.db import utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.tree import resolve
@@ -64,7 +64,7 @@ def make_link(
 
 
 def _alice_id(server: LiveServer) -> int:
-    from oxidav.authz.targets import user_id
+    from oxidav.authz.grants.targets import user_id
 
     assert server.services is not None
     with server.services.db.read() as session:

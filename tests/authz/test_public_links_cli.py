@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from grants_support import World
 
-from oxidav.authz.hashing_gate import HashingGate
-from oxidav.authz.link_access import Credentials, LinkDenied, LinkGate
-from oxidav.authz.links import LinkMode
-from oxidav.authz.throttle import AddressBudget
+from oxidav.authz.authn.hashing_gate import HashingGate
+from oxidav.authz.authn.throttle import AddressBudget
+from oxidav.authz.links.access import Credentials, LinkDenied, LinkGate
+from oxidav.authz.links.store import LinkMode
 from oxidav.cli import main
 from oxidav.settings import Settings
 

@@ -15,10 +15,10 @@ import pytest
 from lxml import etree
 from sqlalchemy import update
 
-from oxidav.authz import groups
-from oxidav.authz.grants import Subject, grant, revoke
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.grants import groups
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant, revoke
+from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
 from tests.support.live import LiveServer
@@ -331,7 +331,7 @@ def test_operator_shares_a_calendar_from_the_command_line(
 def test_home_listing_costs_the_same_for_two_or_ten_shared_calendars(server: LiveServer) -> None:
     from grants_support import StatementCounter
 
-    from oxidav.calendars.storage import CalendarStore
+    from oxidav.calendars.store import CalendarStore
 
     assert server.services is not None
     store = CalendarStore(server.services.db)

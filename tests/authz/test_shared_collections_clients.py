@@ -27,7 +27,7 @@ from test_shared_collections import (
     unshare,
 )
 
-from oxidav.authz.roles import Role
+from oxidav.authz.grants.roles import Role
 from tests.support.live import LiveServer
 
 CARDDAV = "urn:ietf:params:xml:ns:carddav"

@@ -13,9 +13,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from oxidav.authz.grants import Subject, grant, revoke
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant, revoke
+from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
 from oxidav.tree import used_bytes

@@ -10,7 +10,7 @@ from sqlalchemy import insert
 
 from oxidav.calendars import errors
 from oxidav.calendars.filters import TimeRange
-from oxidav.calendars.storage import CalendarStore
+from oxidav.calendars.store import CalendarStore
 from oxidav.db import Database
 from oxidav.db.models.users import User
 from oxidav.sync import InvalidSyncToken

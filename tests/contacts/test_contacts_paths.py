@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oxidav.providers.contacts_context import CardDavPath
+from oxidav.providers.carddav.context import CardDavPath
 
 
 @pytest.mark.parametrize(

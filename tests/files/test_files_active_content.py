@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from oxidav.authz import links
-from oxidav.authz.targets import user_id
+from oxidav.authz.grants.targets import user_id
+from oxidav.authz.links import store as links
 from oxidav.tree import resolve
 from tests.support.live import LiveServer
 

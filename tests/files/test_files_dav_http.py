@@ -181,8 +181,8 @@ def test_listing_costs_the_same_queries_for_10_and_200_children(
 
 
 def test_propfind_modes_and_streamed_answers(live_server: LiveServer, monkeypatch) -> None:
-    import oxidav.providers.files_propfind as propfind
-    import oxidav.providers.files_resources as resources
+    import oxidav.providers.files.propfind as propfind
+    import oxidav.providers.files.resources as resources
 
     live_server.request("MKCOL", url("/m"))
     for i in range(30):

@@ -25,7 +25,7 @@ _NODE_AT = PreparedRead(
 
 
 def test_prepared_read_returns_what_the_session_returns(database: Database, tmp_path) -> None:
-    from oxidav.authz.accounts import create_user
+    from oxidav.authz.authn.accounts import create_user
 
     user_id = create_user(database, "carol", "pw")
     ensure_root(database, user_id)

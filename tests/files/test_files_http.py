@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 from files_helpers import AUTH, FILES, propfind_props, raw_request, url
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.blobs.fsck import check
 from oxidav.db.models.users import User
 from tests.support.live import LiveServer

@@ -8,7 +8,7 @@ import pytest
 from files_helpers import url
 from lxml import etree
 
-import oxidav.providers.files_propfind as propfind
+import oxidav.providers.files.propfind as propfind
 from tests.support.live import LiveServer
 
 NAMES = [

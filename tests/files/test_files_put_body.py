@@ -1,4 +1,4 @@
-"""A PUT's body straight from cheroot's socket reader (``oxidav.providers.files_body``), and the
+"""A PUT's body straight from cheroot's socket reader (``oxidav.providers.files.body``), and the
 one-query lock check of a PUT: which locks of the target's ancestors conflict."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 from cheroot.server import KnownLengthRFile
 from files_helpers import AUTH, raw_request, url
 
-from oxidav.providers.files_body import SocketBody, StreamBody
+from oxidav.providers.files.body import SocketBody, StreamBody
 from tests.support.live import LiveServer
 
 LOCKINFO = (

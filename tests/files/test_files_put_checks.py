@@ -20,8 +20,8 @@ from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.db.models.tree import DavLock
 from oxidav.db.models.users import User
 from oxidav.db.prepared import PreparedRead
-from oxidav.providers.files_locks import DbLockStorage
-from oxidav.providers.files_put import ONE_TRANSACTION_MAX
+from oxidav.providers.files.locks import DbLockStorage
+from oxidav.providers.files.put import ONE_TRANSACTION_MAX
 from oxidav.tree import locks as lock_rows
 from tests.support.live import LiveServer
 

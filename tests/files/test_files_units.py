@@ -9,8 +9,8 @@ from email.utils import formatdate
 import pytest
 from wsgidav import util
 
-from oxidav.providers import files_get
-from oxidav.providers.files_get import (
+from oxidav.providers.files import get as files_get
+from oxidav.providers.files.get import (
     HTTP_DATES_KEPT,
     MAX_RANGES,
     http_date,
@@ -19,7 +19,7 @@ from oxidav.providers.files_get import (
     rfc1123_date,
     rfc1123_of,
 )
-from oxidav.providers.files_locks import _ancestors
+from oxidav.providers.files.locks import _ancestors
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from files_helpers import AUTH, FILES, propfind_props, url
 from sqlalchemy import func, select, update
 
 from oxidav.db.models.tree import DavLock, NodeProperty
-from oxidav.providers.xml_input import MAX_DEPTH, MAX_ELEMENTS
+from oxidav.providers.dav.xml_input import MAX_DEPTH, MAX_ELEMENTS
 from tests.support.live import LiveServer, in_process_server, make_settings
 
 ENTITY_DTD = '<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
@@ -276,7 +276,7 @@ def test_unreadable_personal_value_of_a_share_is_skipped(
 ) -> None:
     """bob's own displayname of alice's calendar, stored as the old code stored it from a
     body with an entity: his calendar home still lists the share, with alice's name."""
-    from oxidav.authz.roles import Role
+    from oxidav.authz.grants.roles import Role
     from oxidav.db.models.share_overrides import ShareOverride
     from tests.authz.test_shared_collections import BOB_HOME, SHARED_CAL, proppatch, share
 

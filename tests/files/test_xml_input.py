@@ -7,7 +7,7 @@ import logging
 import pytest
 from lxml import etree
 
-from oxidav.providers.xml_input import (
+from oxidav.providers.dav.xml_input import (
     MAX_DEPTH,
     MAX_ELEMENTS,
     XmlRefused,

@@ -10,10 +10,10 @@ from urllib.parse import urlencode
 
 from sqlalchemy import select
 
-from oxidav.authz import accounts
-from oxidav.authz.grants import Subject, grant
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target
+from oxidav.authz.authn import accounts
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant
+from oxidav.authz.grants.targets import resolve_target
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.db.models.users import User

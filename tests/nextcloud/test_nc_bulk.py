@@ -22,7 +22,7 @@ from nc_helpers import (
 )
 from sqlalchemy import update
 
-from oxidav.authz.roles import Role
+from oxidav.authz.grants.roles import Role
 from oxidav.db.models.users import User
 from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, boundary_of
 from oxidav.nextcloud.context import nextcloud_context
@@ -129,7 +129,7 @@ def test_reader_boundary_forms() -> None:
     assert [p.length for p in reader.parts()] == [1, 2]
 
 
-# -- into shares mounted in the uploader's tree (oxidav.authz.mounts / oxidav.authz.writes) --
+# -- into shares mounted in the uploader's tree (authz.grants.mounts / authz.writes) --
 
 
 def test_bulk_into_an_editor_share_lands_in_the_owners_tree(live_server: LiveServer) -> None:

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from oxidav.authz.grants import Subject, grant
-from oxidav.authz.links import create_link, delete_link
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant
+from oxidav.authz.grants.targets import resolve_target, user_id
+from oxidav.authz.links.store import create_link, delete_link
 from oxidav.db import utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.tree import resolve

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
 from tests.nextcloud.nc_helpers import ocs

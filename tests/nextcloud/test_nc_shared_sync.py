@@ -1,7 +1,7 @@
 """The real Nextcloud sync engine (``nextcloudcmd``) as bob, syncing a folder alice shared.
 
 bob's client only knows his own URLs: the share shows up as ``/Photos`` in his tree (a mount,
-``oxidav.authz.mounts``). As a viewer he gets the files and his local additions never reach
+``oxidav.authz.grants.mounts``). As a viewer he gets the files and his local additions never reach
 alice's tree; as an editor his uploads land in alice's tree — small files by bulk upload, one
 file over 10 MB by chunked upload v2 (default server settings but one: bulk upload is offered
 to every client version, as the installed 3.7.3 is not offered it by default and these uploads
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from oxidav.authz.grants import Subject, grant
-from oxidav.authz.roles import Role
-from oxidav.authz.targets import resolve_target, user_id
+from oxidav.authz.grants.roles import Role
+from oxidav.authz.grants.store import Subject, grant
+from oxidav.authz.grants.targets import resolve_target, user_id
 from tests.nextcloud.nc_helpers import ocs
 from tests.nextcloud.nc_sync import local_files, requests_of, server_files
 from tests.support.live import LiveServer, in_process_server, make_settings

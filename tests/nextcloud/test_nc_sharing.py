@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 import pytest
 from lxml import etree
 
-from oxidav.authz.groups import add_member, create_group
-from oxidav.authz.targets import user_id
+from oxidav.authz.grants.groups import add_member, create_group
+from oxidav.authz.grants.targets import user_id
 from tests.nextcloud.nc_helpers import FORM, ocs, sharing_tree
 from tests.support.live import LiveServer
 

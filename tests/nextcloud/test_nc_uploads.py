@@ -9,7 +9,7 @@ import re
 from nc_helpers import content_of, node_at, share_photos, used, user_id
 from sqlalchemy import update
 
-from oxidav.authz.roles import Role
+from oxidav.authz.grants.roles import Role
 from oxidav.db.models.users import User
 from oxidav.nextcloud.context import nextcloud_context
 from tests.support.live import LiveServer
@@ -162,7 +162,7 @@ def test_purge_stale_sessions(live_server: LiveServer) -> None:
     assert live_server.request("PROPFIND", f"{UP}/old/", headers={"Depth": "0"}).status == 404
 
 
-# -- into shares mounted in the uploader's tree (oxidav.authz.mounts / oxidav.authz.writes) --
+# -- into shares mounted in the uploader's tree (authz.grants.mounts / authz.writes) --
 
 BOB_UP = "/remote.php/dav/uploads/bob"
 BOB_FILES = "/remote.php/dav/files/bob"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.bootstrap import prepare_storage
 from oxidav.server import build_server
 from oxidav.services import Services

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete
 
-from oxidav.authz import accounts
+from oxidav.authz.authn import accounts
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.tree import ensure_root, make_folder

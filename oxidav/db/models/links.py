@@ -29,7 +29,7 @@ class PublicLink(Base):
     #: ``folder`` or ``file`` (``ResourceKind`` values); ``resource_id`` is the node id.
     resource_kind: Mapped[str] = mapped_column(String(16))
     resource_id: Mapped[int] = mapped_column(Integer)
-    #: ``read``, ``upload`` or ``edit`` (``oxidav.authz.links.LinkMode`` values).
+    #: ``read``, ``upload`` or ``edit`` (``oxidav.authz.links.store.LinkMode`` values).
     mode: Mapped[str] = mapped_column(String(16))
     #: argon2id PHC string of the link password; None: no password.
     password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)

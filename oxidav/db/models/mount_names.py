@@ -7,7 +7,7 @@ user through several grants (his own and a group's) is one mount, as in Nextclou
 no foreign key into the tree (DESIGN: no cross-room foreign keys); ``owner_id`` records whose
 node it was, so a row never names another user's node that later got the same id. Deleting the
 recipient or the owner drops the row. ``id`` orders the rows: when two stored names collide,
-the older row keeps its name (``oxidav.authz.mount_names``).
+the older row keeps its name (``oxidav.authz.grants.mount_names``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_METHOD_NOT_ALLOWED, DAVError
 
-from oxidav.authz.credential_cache import Principal
+from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import RequestWrites, WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, Part, boundary_of
@@ -34,9 +34,9 @@ from oxidav.nextcloud.checksums import format_checksum
 from oxidav.nextcloud.context import ENVIRON_PRINCIPAL
 from oxidav.nextcloud.enrichers import oc_id, permissions_for
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
-from oxidav.providers.urls import DAV_ROOT, FILES
 from oxidav.storage_failures import storage_failure
 from oxidav.tree import TreeError, normalize_path, write_file
+from oxidav.urls import DAV_ROOT, FILES
 
 if TYPE_CHECKING:
     from oxidav.nextcloud.context import NextcloudContext

@@ -31,7 +31,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
-from oxidav.authz.credential_cache import Principal
+from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import WritePlace
 from oxidav.blobs import StoredContent
 from oxidav.nextcloud.checksums import ChecksumError, format_checksum, new_hasher, parse_checksum
@@ -39,7 +39,7 @@ from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.sessions import UploadError
-from oxidav.providers.files_context import dav_error
+from oxidav.providers.files.context import dav_error
 from oxidav.tree import QuotaExceeded, TreeError, write_file
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
-from oxidav.authz.credential_cache import Principal
+from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.db import utcnow
@@ -33,7 +33,7 @@ from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.finish import ASSEMBLED, destination_place, finish_upload
 from oxidav.nextcloud.uploads.quota import charge_chunk, check_room
 from oxidav.nextcloud.uploads.sessions import ChunkInfo, SessionInfo, UploadError
-from oxidav.providers.files_context import dav_error
+from oxidav.providers.files.context import dav_error
 from oxidav.tree import QuotaExceeded, available_bytes
 
 #: How often (seconds) a process looks for stale sessions, piggybacked on MKCOL.

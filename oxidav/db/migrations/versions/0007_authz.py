@@ -24,7 +24,7 @@ def upgrade() -> None:
         sa.Column("generation", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_authz_state")),
     )
-    # The one row of the grants generation counter (oxidav.authz.generation).
+    # The one row of the grants generation counter (oxidav.authz.grants.generation).
     op.execute(sa.text("INSERT INTO authz_state (id, generation) VALUES (1, 0)"))
     op.create_table(
         "user_groups",

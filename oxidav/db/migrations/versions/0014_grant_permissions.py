@@ -14,7 +14,7 @@ down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-#: The bits each former role stood for (``oxidav.authz.roles.Role``).
+#: The bits each former role stood for (``oxidav.authz.grants.roles.Role``).
 _ROLE_BITS = {"viewer": 1, "editor": 15, "manager": 31, "owner": 31}
 
 

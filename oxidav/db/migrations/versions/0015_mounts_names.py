@@ -2,7 +2,7 @@
 
 Existing shares get no row here: each is named on its recipient's first request after the
 upgrade by the rule that computed it before ((name, node id) order), so nothing a user sees
-changes (``oxidav.authz.mount_names``).
+changes (``oxidav.authz.grants.mount_names``).
 
 Revision ID: 0015
 Revises: 0014

@@ -1,0 +1,158 @@
+"""``CalendarsProvider``: CalDAV (RFC 4791) at ``/remote.php/dav/calendars/``.
+
+URL layout below the mount point (DESIGN §4)::
+
+    /                                   lists the authenticated user only
+    /<user>/                            calendar home (RFC 4791 §6.2.1)
+    /<user>/<calendar>/                 calendar collection (§4.2)
+    /<user>/<calendar>/<object>.ics     calendar object resource (§4.1)
+
+Another user's paths answer 404 (the authz middleware says so first; the provider checks again
+so that it is safe when embedded without it). Calendars others shared with the user appear in
+their home as ``<uri>_shared_by_<owner>`` (``CalendarHome.shared_calendar``); every write into
+one is authorized first (``calendar_writes.authorize_write``). PUT, DELETE, COPY and MOVE of
+objects are handled by ``calendar_writes``; MKCALENDAR and extended MKCOL by the home
+(``OxiRequestServer`` calls it); the REPORTs live in ``calendar_reports``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
+from wsgidav.dav_provider import DAVProvider
+
+from oxidav.calendars.store import DEFAULT_CALENDAR_URI, CalendarInfo
+from oxidav.db import Database
+from oxidav.providers.caldav import reports as calendar_reports
+from oxidav.providers.caldav import writes as calendar_writes
+from oxidav.providers.caldav.context import CalDavPath, CalendarBackend
+from oxidav.providers.caldav.resources import (
+    CalDavCollection,
+    CalendarCollection,
+    CalendarHome,
+    CalendarObjectResource,
+    CalendarsRoot,
+)
+from oxidav.providers.dav.collections import finite_depth
+from oxidav.settings import Settings
+
+#: The CalDAV reports register themselves on import; the provider needs them.
+REPORTS = calendar_reports.REPORT_NAMES
+ENVIRON_CALENDARS = "oxidav.calendars.calendars"
+
+
+class CalendarsProvider(DAVProvider):  # type: ignore[misc]
+    """Serves every user's calendars from the database (``oxidav.calendars``)."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        super().__init__()
+        self.backend = CalendarBackend(db, settings)
+
+    def _authenticated(self, environ: dict[str, Any]) -> str:
+        return str(environ.get("wsgidav.auth.user_name") or "")
+
+    def _visible(self, environ: dict[str, Any], username: str) -> bool:
+        authenticated = self._authenticated(environ)
+        return not authenticated or authenticated == username
+
+    def _calendar(self, environ: dict[str, Any], user_id: int, uri: str) -> CalendarInfo | None:
+        # WsgiDAV looks the same resource up several times per request; ask the database once.
+        cache: dict[tuple[int, str], CalendarInfo | None] = environ.setdefault(
+            ENVIRON_CALENDARS, {}
+        )
+        key = (user_id, uri)
+        if key not in cache:
+            info = self.backend.store.get_calendar(user_id, uri)
+            if info is None and uri == DEFAULT_CALENDAR_URI:
+                # The default calendar exists from the first look at it (DESIGN §4).
+                self.backend.store.ensure_default(user_id)
+                info = self.backend.store.get_calendar(user_id, uri)
+            cache[key] = info
+        return cache[key]
+
+    def forget_calendar(self, environ: dict[str, Any], user_id: int, uri: str) -> None:
+        environ.get(ENVIRON_CALENDARS, {}).pop((user_id, uri), None)
+
+    def get_resource_inst(
+        self, path: str, environ: dict[str, Any]
+    ) -> CalDavCollection | CalendarObjectResource | None:
+        target = CalDavPath.parse(path)
+        if target.kind == "root":
+            return CalendarsRoot(environ, self.backend, self._authenticated(environ))
+        if target.kind == "invalid" or not self._visible(environ, target.user):
+            return None
+        home = self._home(environ, target)
+        if home is None or target.kind == "home":
+            return home
+        calendar = self._collection(environ, home, target)
+        if calendar is None or target.kind == "calendar":
+            return calendar
+        return calendar.get_member(target.name)
+
+    def _home(self, environ: dict[str, Any], target: CalDavPath) -> CalendarHome | None:
+        user = self.backend.user(target.user)
+        if user is None:
+            return None
+        self.backend.prepare_home(user.id)
+        return CalendarHome(f"/{target.user}/", environ, self.backend, user)
+
+    def _collection(
+        self, environ: dict[str, Any], home: CalendarHome, target: CalDavPath
+    ) -> CalendarCollection | None:
+        info = self._calendar(environ, home.user.id, target.calendar)
+        if info is not None:
+            return home.calendar_resource(info)
+        return home.shared_calendar(target.calendar)
+
+    def _transfer(
+        self, environ: dict[str, Any], start_response: Any, source: CalDavPath
+    ) -> Iterable[bytes]:
+        """COPY / MOVE of an object; the Destination must be an object URL of the same user
+        in this provider (else 502, as WsgiDAV answers cross-provider requests)."""
+        if not self._visible(environ, source.user):
+            raise DAVError(HTTP_NOT_FOUND)
+        destination = unquote(urlsplit(environ.get("HTTP_DESTINATION", "")).path)
+        base = environ.get("SCRIPT_NAME", "").rstrip("/")
+        if not destination or not destination.startswith(base + "/"):
+            raise DAVError(HTTP_BAD_GATEWAY, "the destination is not a calendar object URL")
+        target = CalDavPath.parse(destination[len(base) :])
+        if target.kind != "object" or target.user != source.user:
+            raise DAVError(HTTP_FORBIDDEN, "objects move between calendars of one user only")
+        home = self._home(environ, source)
+        if home is None:
+            raise DAVError(HTTP_NOT_FOUND)
+        calendar = self._collection(environ, home, source)
+        target_calendar = self._collection(environ, home, target)
+        calendar_writes.authorize_transfer(
+            environ, (calendar, source.name), (target_calendar, target.name)
+        )
+        return calendar_writes.transfer_object(
+            environ, start_response, calendar, source.name, target_calendar, target.name
+        )
+
+    def custom_request_handler(
+        self, environ: dict[str, Any], start_response: Any, default_handler: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        if method == "PROPFIND":
+            finite_depth(environ)
+        target = CalDavPath.parse(environ["PATH_INFO"])
+        if method in ("PUT", "DELETE") and target.kind == "object":
+            if not self._visible(environ, target.user):
+                raise DAVError(HTTP_NOT_FOUND)
+            home = self._home(environ, target)
+            calendar = None if home is None else self._collection(environ, home, target)
+            calendar_writes.authorize_write(environ, calendar, target.name)
+            if method == "PUT":
+                return calendar_writes.put_object(environ, start_response, calendar, target.name)
+            return calendar_writes.delete_object(environ, start_response, calendar, target.name)
+        if method in ("COPY", "MOVE") and target.kind == "object":
+            return self._transfer(environ, start_response, target)
+        if method in ("MKCOL", "MKCALENDAR", "DELETE") and target.kind == "calendar":
+            home = self._home(environ, target)
+            if home is not None:
+                self.forget_calendar(environ, home.user.id, target.calendar)
+        return default_handler(environ, start_response)  # type: ignore[no-any-return]

@@ -1,0 +1,157 @@
+"""``AddressbooksProvider``: CardDAV (RFC 6352) at ``/remote.php/dav/addressbooks/``.
+
+URL layout below the mount point (DESIGN §4)::
+
+    /                                   the address-book root
+    /users/                             lists the authenticated user only
+    /users/<user>/                      address-book home (RFC 6352 §7.1.1)
+    /users/<user>/<book>/               address book (RFC 6352 §5.2)
+    /users/<user>/<book>/<card>         address object resource (RFC 6352 §5.1)
+
+Another user's paths answer 404 (the authz middleware says so first; the provider checks again
+so that it is safe when embedded without it). Address books others shared with the user appear
+in their home as ``<uri>_shared_by_<owner>`` (``AddressBookHome.shared_book``); every write into
+one is authorized first (``addressbook_writes.authorize_write``). PUT and DELETE of cards and
+MKCOL of books are handled by ``addressbook_writes``; the REPORTs live in ``contacts_reports``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
+from wsgidav.dav_provider import DAVProvider
+
+from oxidav.contacts import BookInfo
+from oxidav.contacts.store import DEFAULT_BOOK_URI
+from oxidav.db import Database
+from oxidav.providers.carddav import reports as contacts_reports
+from oxidav.providers.carddav import writes as addressbook_writes
+from oxidav.providers.carddav.context import CardDavPath, ContactsBackend
+from oxidav.providers.carddav.resources import (
+    AddressBookCollection,
+    AddressBookHome,
+    CardDavCollection,
+    CardResource,
+    VirtualCollection,
+)
+from oxidav.settings import Settings
+
+#: The CardDAV reports register themselves on import; the provider needs them.
+REPORTS = contacts_reports.REPORT_NAMES
+ENVIRON_BOOKS = "oxidav.contacts.books"
+
+
+class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
+    """Serves every user's address books from the database (``oxidav.contacts``)."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        super().__init__()
+        self.backend = ContactsBackend(db, settings)
+
+    def _authenticated(self, environ: dict[str, Any]) -> str | None:
+        user = environ.get("wsgidav.auth.user_name")
+        return str(user) if user else None
+
+    def _visible(self, environ: dict[str, Any], username: str) -> bool:
+        authenticated = self._authenticated(environ)
+        return authenticated is None or authenticated == username
+
+    def _book(self, environ: dict[str, Any], user_id: int, uri: str) -> BookInfo | None:
+        # WsgiDAV looks the same resource up several times per request; ask the database once.
+        cache: dict[tuple[int, str], BookInfo | None] = environ.setdefault(ENVIRON_BOOKS, {})
+        key = (user_id, uri)
+        if key not in cache:
+            cache[key] = self.backend.store.book(user_id, uri)
+        return cache[key]
+
+    def get_resource_inst(
+        self, path: str, environ: dict[str, Any]
+    ) -> CardDavCollection | CardResource | None:
+        target = CardDavPath.parse(path)
+        authenticated = self._authenticated(environ) or ""
+        if target.kind == "root":
+            return VirtualCollection("/", environ, self.backend, authenticated, ["users"])
+        if target.kind == "users":
+            members = [authenticated] if authenticated else []
+            return VirtualCollection("/users/", environ, self.backend, authenticated, members)
+        if target.kind == "invalid" or not self._visible(environ, target.user):
+            return None
+        home = self._home(environ, target)
+        if home is None or target.kind == "home":
+            return home
+        book = self._collection(environ, home, target)
+        if book is None or target.kind == "book":
+            return book
+        return book.get_member(target.card)
+
+    def _home(self, environ: dict[str, Any], target: CardDavPath) -> AddressBookHome | None:
+        user_id = self.backend.user_id(target.user)
+        if user_id is None:
+            return None
+        self.backend.prepare_home(user_id)
+        return AddressBookHome(
+            f"/users/{target.user}/", environ, self.backend, target.user, user_id
+        )
+
+    def _collection(
+        self, environ: dict[str, Any], home: AddressBookHome, target: CardDavPath
+    ) -> AddressBookCollection | None:
+        book = self._book(environ, home.user_id, target.book)
+        if book is None and target.book == DEFAULT_BOOK_URI:
+            # The default book exists from the first look at it (DESIGN §4).
+            home.books()
+            environ[ENVIRON_BOOKS].pop((home.user_id, target.book), None)
+            book = self._book(environ, home.user_id, target.book)
+        if book is None:
+            return home.shared_book(target.book)
+        return AddressBookCollection(target.book_path, environ, self.backend, target.user, book)
+
+    def custom_request_handler(
+        self, environ: dict[str, Any], start_response: Any, default_handler: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        target = CardDavPath.parse(environ["PATH_INFO"])
+        if method in ("PUT", "DELETE") and target.kind == "card":
+            if not self._visible(environ, target.user):
+                raise DAVError(HTTP_NOT_FOUND)
+            home = self._home(environ, target)
+            book = None if home is None else self._collection(environ, home, target)
+            addressbook_writes.authorize_write(environ, book, target.card)
+            if method == "PUT":
+                return addressbook_writes.put_card(environ, start_response, book, target.card)
+            return addressbook_writes.delete_card(environ, start_response, book, target.card)
+        if method in ("COPY", "MOVE") and target.kind == "card":
+            return self._copy_or_move(environ, start_response, target, method == "MOVE")
+        if method == "MKCOL" and target.kind == "book" and self._visible(environ, target.user):
+            home = self._home(environ, target)
+            exists = home is not None and self._collection(environ, home, target) is not None
+            return addressbook_writes.mkcol_book(environ, start_response, home, target.book, exists)
+        return default_handler(environ, start_response)  # type: ignore[no-any-return]
+
+    def _copy_or_move(
+        self, environ: dict[str, Any], start_response: Any, source: CardDavPath, move: bool
+    ) -> Iterable[bytes]:
+        """COPY / MOVE of a card; the Destination must be a card URL of the same user."""
+        if not self._visible(environ, source.user):
+            raise DAVError(HTTP_NOT_FOUND)
+        destination = unquote(urlsplit(environ.get("HTTP_DESTINATION", "")).path)
+        share = (str(self.mount_path or "") + str(self.share_path or "")).rstrip("/")
+        target = CardDavPath.parse(destination[len(share) :])
+        if not destination.startswith(share + "/") or target.kind != "card":
+            raise DAVError(HTTP_FORBIDDEN, "the Destination must be a card in an address book")
+        if target.user != source.user:
+            raise DAVError(HTTP_FORBIDDEN, "cards move only between one user's address books")
+        home = self._home(environ, source)
+        if home is None:
+            raise DAVError(HTTP_NOT_FOUND)
+        book = self._collection(environ, home, source)
+        target_book = self._collection(environ, home, target)
+        addressbook_writes.authorize_transfer(
+            environ, (book, source.card), (target_book, target.card), move
+        )
+        return addressbook_writes.copy_or_move_card(
+            environ, start_response, book, source.card, (target_book, target.card), move
+        )

@@ -1,0 +1,37 @@
+"""The request resolver that builds oxidav's RequestServer (WsgiDAV hard-codes its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from wsgidav.dav_error import HTTP_NOT_FOUND, DAVError
+from wsgidav.request_resolver import RequestResolver
+
+from oxidav.providers.dav.request_server import OxiRequestServer
+from oxidav.providers.dav.xml_input import XmlInput
+
+#: The ``WsgiDAVApp`` configuration key of the ``XmlInput`` (request bodies' limits).
+XML_INPUT = "oxidav_xml_input"
+
+
+class OxiRequestResolver(RequestResolver):  # type: ignore[misc]
+    """Must be the last entry of the middleware stack. Request bodies are read with the
+    configuration's ``XML_INPUT`` (defaults if absent)."""
+
+    def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
+        super().__init__(wsgidav_app, next_app, config)
+        self.xml_input: XmlInput = config.get(XML_INPUT) or XmlInput()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+        if environ["REQUEST_METHOD"] == "OPTIONS" and environ["PATH_INFO"] == "*":
+            yield from super().__call__(environ, start_response)
+            return
+        provider = environ["wsgidav.provider"]
+        if provider is None:
+            raise DAVError(HTTP_NOT_FOUND, f"No resource at {environ['PATH_INFO']!r}")
+        app_iter = OxiRequestServer(provider, self.xml_input)(environ, start_response)
+        yield from app_iter
+        close = getattr(app_iter, "close", None)
+        if close is not None:
+            close()

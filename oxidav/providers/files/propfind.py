@@ -1,0 +1,285 @@
+"""PROPFIND Depth 0 / 1 on files and folders (RFC 4918 §9.1), written as XML text directly.
+
+WsgiDAV builds one lxml tree for the whole multistatus and asks every resource for every
+property through several layers (wsgidav.md §5.4: about 90 µs per entry). Here each member's
+``<response>`` is formatted straight from its row — the common live properties from byte
+templates, others through the resource's ``get_property_value`` — and joined. An answer of up to
+``BUFFER_LIMIT`` bytes is sent with a Content-Length (the connection stays open); a larger one
+is streamed as it is produced — members are loaded a page (1000 rows) at a time — so memory
+stays bounded by the buffer and the page, not by the folder.
+
+Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties; a property
+named twice is answered once. Depth infinity and the ``files/`` homes collection are left to
+``dav_propfind``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from xml.sax.saxutils import escape
+
+from lxml import etree
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_http_status_string
+
+from oxidav.providers.dav.multistatus import property_names, take_up_to
+from oxidav.providers.dav.xml_input import request_xml
+from oxidav.providers.files.get import http_date_now, rfc1123_of
+from oxidav.providers.files.resources import FileResource, FolderResource
+
+BUFFER_LIMIT = 8 << 20
+#: Responses joined into one piece when streaming.
+BATCH = 256
+XML_HEAD = b"<?xml version='1.0' encoding='UTF-8'?>\n<D:multistatus xmlns:D=\"DAV:\">"
+XML_TAIL = b"</D:multistatus>"
+OK = "HTTP/1.1 200 OK"
+RESOURCETYPE_COLLECTION = "<D:resourcetype><D:collection/></D:resourcetype>"
+RESOURCETYPE_FILE = "<D:resourcetype/>"
+SUPPORTEDLOCK = (
+    "<D:supportedlock>"
+    + "".join(
+        f"<D:lockentry><D:lockscope><D:{scope}/></D:lockscope><D:locktype><D:write/></D:locktype>"
+        "</D:lockentry>"
+        for scope in ("exclusive", "shared")
+    )
+    + "</D:supportedlock>"
+)
+
+Resource = FileResource | FolderResource
+
+
+def _etag(res: Resource) -> str | None:
+    return f'<D:getetag>"{res.node.etag}"</D:getetag>'
+
+
+def _lastmodified(res: Resource) -> str | None:
+    return f"<D:getlastmodified>{rfc1123_of(res.node.mtime)}</D:getlastmodified>"
+
+
+def _resourcetype(res: Resource) -> str | None:
+    return RESOURCETYPE_COLLECTION if res.is_collection else RESOURCETYPE_FILE
+
+
+def _displayname(res: Resource) -> str | None:
+    return f"<D:displayname>{escape(res.get_display_name())}</D:displayname>"
+
+
+def _creationdate(res: Resource) -> str | None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(res.get_creation_date()))
+    return f"<D:creationdate>{stamp}</D:creationdate>"
+
+
+def _supportedlock(res: Resource) -> str | None:
+    return SUPPORTEDLOCK if res.provider.lock_manager is not None else None
+
+
+def _lockdiscovery(res: Resource) -> str | None:
+    if res.provider.lock_manager is None or res.has_locks():
+        return None
+    return "<D:lockdiscovery/>"
+
+
+def _contentlength(res: Resource) -> str | None:
+    if res.is_collection:
+        return None
+    return f"<D:getcontentlength>{res.node.size}</D:getcontentlength>"
+
+
+def _contenttype(res: Resource) -> str | None:
+    if res.is_collection:
+        return None
+    return f"<D:getcontenttype>{escape(res.node.mime_type)}</D:getcontenttype>"
+
+
+#: Common live properties as XML text straight from the row; None takes the general path.
+_FAST = {
+    "{DAV:}getetag": _etag,
+    "{DAV:}getlastmodified": _lastmodified,
+    "{DAV:}resourcetype": _resourcetype,
+    "{DAV:}displayname": _displayname,
+    "{DAV:}creationdate": _creationdate,
+    "{DAV:}supportedlock": _supportedlock,
+    "{DAV:}lockdiscovery": _lockdiscovery,
+    "{DAV:}getcontentlength": _contentlength,
+    "{DAV:}getcontenttype": _contenttype,
+}
+
+
+def _fast(res: Resource, name: str) -> str | None:
+    """Common live properties as XML text, or None to take the general path."""
+    format_property = _FAST.get(name)
+    return None if format_property is None else format_property(res)
+
+
+class _Names:
+    """Prefixes of the non-DAV namespaces of one response."""
+
+    def __init__(self) -> None:
+        self.prefixes: dict[str, str] = {}
+
+    def tag(self, name: str) -> str:
+        if name.startswith("{DAV:}"):
+            return "D:" + name[6:]
+        if not name.startswith("{"):
+            return name
+        namespace, _, local = name[1:].partition("}")
+        prefix = self.prefixes.get(namespace)
+        if prefix is None:
+            prefix = self.prefixes[namespace] = f"NS{len(self.prefixes) + 1}"
+        return f"{prefix}:{local}"
+
+    def declarations(self) -> str:
+        return "".join(
+            f' xmlns:{p}="{escape(ns, {chr(34): "&quot;"})}"' for ns, p in self.prefixes.items()
+        )
+
+
+def _value_xml(names: _Names, name: str, value: Any) -> str:
+    if value is None or value == "":
+        return f"<{names.tag(name)}/>"
+    if isinstance(value, etree._Element):
+        return etree.tostring(value, encoding="unicode", with_tail=False)
+    tag = names.tag(name)
+    return f"<{tag}>{escape(str(value))}</{tag}>"
+
+
+Formatter = Callable[[Resource], str | None]
+
+
+def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
+    """For a named PROPFIND whose every property can come from the row, their formatters;
+    None otherwise. Looked up once per request, not per member."""
+    if mode != "named" or not requested:
+        return None
+    formatters: list[Formatter] = []
+    for name in requested:
+        format_property = _FAST.get(name)
+        if format_property is None:
+            return None
+        formatters.append(format_property)
+    return formatters
+
+
+def _from_row(res: Resource, formatters: list[Formatter]) -> bytes | None:
+    """The ``<D:response>`` of ``res`` with one 200 propstat and no namespaces, or None if a
+    property cannot be answered from the row (a folder's getcontentlength, a locked one's
+    lockdiscovery)."""
+    texts: list[str] = []
+    for format_property in formatters:
+        text = format_property(res)
+        if text is None:
+            return None
+        texts.append(text)
+    return (
+        f"<D:response><D:href>{escape(res.get_href())}</D:href><D:propstat><D:prop>"
+        f"{''.join(texts)}</D:prop><D:status>{OK}</D:status></D:propstat></D:response>"
+    ).encode()
+
+
+def response_xml(
+    res: Resource, mode: str, requested: list[str], from_row: list[Formatter] | None = None
+) -> bytes:
+    """One ``<D:response>`` for ``res`` (``from_row``: ``row_formatters(mode, requested)``)."""
+    if from_row is not None:
+        fast = _from_row(res, from_row)
+        if fast is not None:
+            return fast
+    names = _Names()
+    if mode == "named":
+        wanted = requested
+    else:
+        wanted = res.get_property_names(is_allprop=mode == "allprop")
+        wanted.extend(n for n in requested if n not in wanted)  # allprop + include
+    groups: dict[str, list[str]] = {}
+    for name in wanted:
+        if mode == "propname":
+            groups.setdefault(OK, []).append(f"<{names.tag(name)}/>")
+            continue
+        text = _fast(res, name)
+        if text is None:
+            try:
+                text = _value_xml(names, name, res.get_property_value(name))
+            except DAVError as exc:
+                status = "HTTP/1.1 " + get_http_status_string(exc)
+                groups.setdefault(status, []).append(f"<{names.tag(name)}/>")
+                continue
+        groups.setdefault(OK, []).append(text)
+    stats = "".join(
+        f"<D:propstat><D:prop>{''.join(props)}</D:prop><D:status>{status}</D:status></D:propstat>"
+        for status, props in groups.items()
+    )
+    return (
+        f"<D:response{names.declarations()}><D:href>{escape(res.get_href())}</D:href>"
+        f"{stats}</D:response>"
+    ).encode()
+
+
+def _request(environ: dict[str, Any]) -> tuple[str, list[str]]:
+    """``(mode, names)`` of a PROPFIND body; an empty body is allprop (§9.1)."""
+    body = request_xml(environ, allow_empty=True)
+    if body is None:
+        return "allprop", []
+    if body.tag != "{DAV:}propfind":
+        raise DAVError(HTTP_BAD_REQUEST, "expected DAV:propfind")
+    mode, names, include = "", [], []
+    for child in body:
+        tag = child.tag
+        if tag in ("{DAV:}allprop", "{DAV:}propname", "{DAV:}name", "{DAV:}prop"):
+            new = {"{DAV:}allprop": "allprop", "{DAV:}prop": "named"}.get(tag, "propname")
+            if mode:
+                raise DAVError(HTTP_BAD_REQUEST, "allprop, propname and prop are exclusive")
+            mode = new
+            if new == "named":
+                names = property_names(child)
+        elif tag == "{DAV:}include":
+            include = property_names(child)
+    if include and mode != "allprop":
+        raise DAVError(HTTP_BAD_REQUEST, "include is only valid with allprop")
+    return mode or "allprop", names or include
+
+
+def _body(resources: Iterable[Resource], mode: str, names: list[str]) -> Iterator[bytes]:
+    yield XML_HEAD
+    from_row = row_formatters(mode, names)
+    iterator = iter(resources)
+    while batch := list(itertools.islice(iterator, BATCH)):
+        yield b"".join(response_xml(res, mode, names, from_row) for res in batch)
+    yield XML_TAIL
+
+
+def handle_propfind(
+    provider: Any, server: Any, environ: dict[str, Any], start_response: Any
+) -> Iterable[bytes] | None:
+    """Answer a Depth 0 / 1 PROPFIND; None leaves the request to WsgiDAV."""
+    depth = environ.get("HTTP_DEPTH", "infinity").strip().lower()
+    if depth not in ("0", "1"):
+        return None
+    res = provider.get_resource_inst(environ["PATH_INFO"], environ)
+    if res is None:
+        raise DAVError(HTTP_NOT_FOUND)
+    if not isinstance(res, FileResource | FolderResource):
+        return None
+    server._evaluate_if_headers(res, environ)
+    mode, names = _request(environ)
+    members: Iterable[Resource] = []
+    if depth == "1" and isinstance(res, FolderResource):
+        members = itertools.chain.from_iterable(res.iter_member_pages())  # type: ignore[arg-type]
+    chunks = _body(itertools.chain([res], members), mode, names)
+    buffered, size, whole = take_up_to(chunks, BUFFER_LIMIT)
+    if whole:
+        start_response(
+            "207 Multi-Status",
+            [
+                ("Content-Type", "application/xml; charset=utf-8"),
+                ("Content-Length", str(size)),
+                ("Date", http_date_now()),
+            ],
+        )
+        return [b"".join(buffered)]
+    start_response(
+        "207 Multi-Status",
+        [("Content-Type", "application/xml; charset=utf-8"), ("Date", http_date_now())],
+    )
+    return itertools.chain(buffered, chunks)
