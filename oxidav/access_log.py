@@ -1,6 +1,6 @@
 """One INFO line per request (logger ``oxidav.access``), space-separated fields::
 
-    METHOD PATH STATUS 12.3ms user=NAME addr=CLIENT bytes=SENT in=RECEIVED id=REQUEST_ID
+    METHOD PATH STATUS 12.3ms user=NAME addr=CLIENT bytes=SENT in=RECEIVED id=ENVIRON_REQUEST_ID
 
 ``PATH`` is the request path (percent-decoded, UTF-8), ``STATUS`` the status code ("-" when
 no answer started), ``bytes`` the body bytes the app handed to the server, ``in`` the request
@@ -31,11 +31,12 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from oxidav import environ as environ_keys
+from oxidav.environ import ENVIRON_REQUEST_ID
 from oxidav.nextcloud.login_flow import LOGIN_V2
 from oxidav.observability.logs import ACCESS_FIELDS
 from oxidav.observability.metrics import Metrics
 from oxidav.origin import client_address
-from oxidav.response_guard import REQUEST_ID
 from oxidav.urls import PUBLIC_DAV_FILES, PUBLIC_SHARE, PUBLIC_WEBDAV
 
 if TYPE_CHECKING:
@@ -89,9 +90,7 @@ def _text(wsgi_string: str) -> str:
 
 def _user(environ: WSGIEnvironment, path: str) -> str:
     # The authenticated principal, also when acting in a sharer's tree (authz).
-    name = getattr(environ.get("oxidav.principal"), "username", None) or environ.get(
-        "wsgidav.auth.user_name"
-    )
+    name = environ_keys.username_of(environ) or environ.get("wsgidav.auth.user_name")
     if not name:
         return "-"
     if path == PUBLIC_WEBDAV or path.startswith(PUBLIC_WEBDAV + "/"):
@@ -125,7 +124,7 @@ def access_fields(
         "addr": client_address(environ) or "-",
         "bytes_out": sent,
         "bytes_in": received,
-        "request_id": str(environ.get(REQUEST_ID, "-")),
+        "request_id": str(environ.get(ENVIRON_REQUEST_ID, "-")),
     }
 
 

@@ -32,7 +32,8 @@ from wsgidav.dav_error import (
 )
 from wsgidav.mw.base_mw import BaseMiddleware
 
-from oxidav.response_guard import CLEAN_ERROR_BODY, REQUEST_ID, error_body, error_headers
+from oxidav.environ import ENVIRON_CLEAN_ERROR_BODY, ENVIRON_REQUEST_ID
+from oxidav.response_guard import error_body, error_headers
 from oxidav.storage_failures import storage_failure
 
 log = logging.getLogger("oxidav.errors")
@@ -93,7 +94,7 @@ def _failure(environ: dict[str, Any], exc: Exception) -> DAVError:
 def _internal_error(environ: dict[str, Any], exc: Exception) -> DAVError:
     log.error(
         "request %s: %s %s failed",
-        environ.get(REQUEST_ID, "-"),
+        environ.get(ENVIRON_REQUEST_ID, "-"),
         environ.get("REQUEST_METHOD"),
         environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
         exc_info=exc,
@@ -114,20 +115,20 @@ def _answer(environ: dict[str, Any], start_response: Any, error: DAVError) -> It
         if error.src_exception is None:
             log.error(
                 "request %s: %s %s answered %s: %s",
-                environ.get(REQUEST_ID, "-"),
+                environ.get(ENVIRON_REQUEST_ID, "-"),
                 environ.get("REQUEST_METHOD"),
                 environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
                 status,
                 error.context_info,
             )
-        body = error_body(status, environ.get(REQUEST_ID, "-"))
+        body = error_body(status, environ.get(ENVIRON_REQUEST_ID, "-"))
         headers = error_headers(body)
     else:
         reason = f": {error.context_info}" if error.context_info else ""
         body = f"{status}{reason}\n".encode()
         headers = error_headers(body)
     if error.value >= 500:
-        environ[CLEAN_ERROR_BODY] = True
+        environ[ENVIRON_CLEAN_ERROR_BODY] = True
     if environ.get("REQUEST_METHOD") == "HEAD" or not error.add_body:
         body = b""
         headers = [(n, v) for n, v in headers if n != "Content-Length"]

@@ -25,7 +25,7 @@ WSGI asks for ``bytes`` pieces and cheroot's gateway refuses anything else. A fi
 a local chunk is a ``FileRegion`` (``oxidav.blobs.regions``): making ``bytes`` of it is a copy
 of every byte through the process, ``sendfile(2)`` hands the file's page-cache pages to the
 socket instead. ``BufferGateway`` sends regions that way and says so in the environ
-(``SENDS_FILE_REGIONS``): an app yields regions only where that key is set, so the same app
+(``ENVIRON_SENDS_FILE_REGIONS``): an app yields regions only where that key is set, so the same app
 under any other WSGI server yields ``bytes`` as before.
 """
 
@@ -41,6 +41,7 @@ from cheroot.server import HTTPConnection
 from cheroot.wsgi import Gateway_10
 
 from oxidav.blobs.regions import FileRegion
+from oxidav.environ import ENVIRON_SENDS_FILE_REGIONS
 from oxidav.http_reader import HeadState, SocketReader, tls_pending
 from oxidav.http_request import BoundedRequest
 
@@ -49,8 +50,6 @@ from oxidav.http_request import BoundedRequest
 KEEPALIVE_LINGER_MS = 2
 #: The head size limit when the server sets none (cheroot's ``max_request_header_size = 0``).
 UNSIZED_HEAD_MAX = 1 << 20
-#: Set in the environ when the server takes ``FileRegion`` body pieces.
-SENDS_FILE_REGIONS = "oxidav.sends_file_regions"
 
 
 class SocketWriter:
@@ -162,7 +161,7 @@ class BufferGateway(Gateway_10):
 
     def get_environ(self) -> dict[str, Any]:  # type: ignore[override]  # cheroot's stub: None
         environ: dict[str, Any] = super().get_environ()  # type: ignore[no-untyped-call]
-        environ[SENDS_FILE_REGIONS] = True
+        environ[ENVIRON_SENDS_FILE_REGIONS] = True
         return environ
 
     def respond(self) -> None:
@@ -201,4 +200,4 @@ class BufferGateway(Gateway_10):
         writer.send_region(region)
 
 
-__all__ = ["SENDS_FILE_REGIONS", "BufferGateway", "DirectSocketConnection", "SocketWriter"]
+__all__ = ["ENVIRON_SENDS_FILE_REGIONS", "BufferGateway", "DirectSocketConnection", "SocketWriter"]

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from oxidav.environ import ENVIRON_CLIENT_ADDRESS, ENVIRON_PUBLIC_BASE
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("oxidav.origin")
 
-CLIENT_ADDRESS = "oxidav.client_address"
-PUBLIC_BASE = "oxidav.public_base"
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -224,13 +224,13 @@ DEFAULT_POLICY = OriginPolicy()
 
 def client_address(environ: WSGIEnvironment) -> str:
     """The client's address: through trusted proxies, else the peer's."""
-    address = environ.get(CLIENT_ADDRESS)
+    address = environ.get(ENVIRON_CLIENT_ADDRESS)
     return str(address) if address is not None else str(environ.get("REMOTE_ADDR") or "")
 
 
 def public_base(environ: WSGIEnvironment) -> str:
     """``scheme://host[:port]`` that generated URLs start with (no trailing slash)."""
-    base = environ.get(PUBLIC_BASE)
+    base = environ.get(ENVIRON_PUBLIC_BASE)
     return str(base) if base is not None else DEFAULT_POLICY.resolve(environ).public_base
 
 
@@ -244,8 +244,8 @@ class ProxyHeaders:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         origin = self.policy.resolve(environ)
-        environ[CLIENT_ADDRESS] = origin.client_address
-        environ[PUBLIC_BASE] = origin.public_base
+        environ[ENVIRON_CLIENT_ADDRESS] = origin.client_address
+        environ[ENVIRON_PUBLIC_BASE] = origin.public_base
         return self.app(environ, start_response)
 
 
@@ -262,8 +262,8 @@ def public_url_problem(value: str) -> str | None:
 
 
 __all__ = [
-    "CLIENT_ADDRESS",
-    "PUBLIC_BASE",
+    "ENVIRON_CLIENT_ADDRESS",
+    "ENVIRON_PUBLIC_BASE",
     "Origin",
     "OriginPolicy",
     "ProxyHeaders",

@@ -4,10 +4,10 @@ Just inside the access log, around everything else:
 
 - **Request id.** Each request gets one: the client's ``X-Request-ID`` when it is short and
   plain (``SANE_REQUEST_ID``), else a fresh random one. It is put in the environ
-  (``REQUEST_ID``), in the ``X-Request-ID`` header of the answer, in the access-log line, and
-  in ``current_request_id`` for log records written while the request runs.
+  (``ENVIRON_REQUEST_ID``), in the ``X-Request-ID`` header of the answer, in the access-log
+  line, and in ``current_request_id`` for log records written while the request runs.
 - **5xx.** A 5xx answer carries its status line and the request id, nothing else: an answer
-  whose body was not made clean by ``oxidav.error_pages`` (``CLEAN_ERROR_BODY``) has it
+  whose body was not made clean by ``oxidav.error_pages`` (``ENVIRON_CLEAN_ERROR_BODY``) has it
   replaced. An exception that escapes the app before anything was sent is logged with its
   traceback and the request id, and answered the same way.
 - **Framing.** The answer is started only with its first body byte (or at its end), so a body
@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from oxidav.environ import ENVIRON_CLEAN_ERROR_BODY, ENVIRON_REQUEST_ID
 from oxidav.storage_failures import storage_failure
 
 if TYPE_CHECKING:
@@ -34,11 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("oxidav.errors")
 
-#: The environ key of the request id.
-REQUEST_ID = "oxidav.request_id"
-#: Set in the environ by whoever answered a 5xx with a body that tells nothing but the status
-#: and the request id (``oxidav.error_pages``); any other 5xx body is replaced.
-CLEAN_ERROR_BODY = "oxidav.clean_error_body"
 #: An incoming ``X-Request-ID`` that is kept (a proxy's); anything else gets a fresh id.
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{8,64}\Z")
 #: The id of the request the current thread serves ("-" outside one), for log records.
@@ -87,7 +83,7 @@ class _Answer:
     def __init__(self, environ: WSGIEnvironment, start_response: StartResponse) -> None:
         self.environ = environ
         self.start_response = start_response
-        self.request_id: str = environ[REQUEST_ID]
+        self.request_id: str = environ[ENVIRON_REQUEST_ID]
         self.status: str | None = None
         self.headers: list[tuple[str, str]] = []
         self.started = False
@@ -121,7 +117,7 @@ class _Answer:
         )
 
     def needs_clean_error(self) -> bool:
-        return self.code >= 500 and not self.environ.get(CLEAN_ERROR_BODY)
+        return self.code >= 500 and not self.environ.get(ENVIRON_CLEAN_ERROR_BODY)
 
     def begin(self, extra: list[tuple[str, str]] | None = None) -> Any:
         """Pass the answer's status and headers on (once)."""
@@ -147,7 +143,7 @@ class ResponseGuard:
         self.app = app
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        environ[REQUEST_ID] = request_id_for(environ)
+        environ[ENVIRON_REQUEST_ID] = request_id_for(environ)
         return self._guarded(_Answer(environ, start_response))
 
     def _guarded(self, answer: _Answer) -> Iterator[bytes]:
@@ -245,8 +241,8 @@ def _log_replaced(answer: _Answer) -> None:
 
 
 __all__ = [
-    "CLEAN_ERROR_BODY",
-    "REQUEST_ID",
+    "ENVIRON_CLEAN_ERROR_BODY",
+    "ENVIRON_REQUEST_ID",
     "MisframedResponse",
     "ResponseGuard",
     "current_request_id",

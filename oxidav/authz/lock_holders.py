@@ -43,10 +43,6 @@ from oxidav.db.models.users import User
 from oxidav.tree import InvalidName, NodeInfo, get_node, normalize_path, resolve
 from oxidav.urls import FILES
 
-#: The environ key naming who holds the locks a request takes when it is not the authenticated
-#: user (a public link's principal); the files provider makes it WsgiDAV's ``user_name``.
-ENVIRON_LOCK_HOLDER = "oxidav.lock_holder"
-
 
 def node_place(root: str) -> tuple[str, str] | None:
     """``(owner, tree path)`` of a lock root, None if it is not a files URL."""

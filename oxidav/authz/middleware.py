@@ -32,29 +32,25 @@ from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine
 from oxidav.authz.grants.mount_names import rename
-from oxidav.authz.grants.mounts import (
-    ENVIRON_MOUNTS,
-    Mount,
-    MountService,
-    MountTable,
-    involves_mounts,
-)
+from oxidav.authz.grants.mounts import Mount, MountService, MountTable, involves_mounts
 from oxidav.authz.grants.reshares import settle_reshares
 from oxidav.authz.grants.store import GrantError, revoke
-from oxidav.authz.grants.views import ENVIRON_VIEWS
 from oxidav.authz.policy import Verdict, authorize, decide
 from oxidav.db.models.authz import Grant
+from oxidav.environ import (
+    ENVIRON_AUTHZ,
+    ENVIRON_MOUNTS,
+    ENVIRON_PRINCIPAL,
+    ENVIRON_VIEWS,
+    principal_of,
+)
 from oxidav.tree import InvalidName, normalize_path
 from oxidav.urls import FILES, LEGACY_WEBDAV, destination_path
 
 audit = logging.getLogger("oxidav.audit")
-
-ENVIRON_AUTHZ = "oxidav.authz"
-ENVIRON_ACTING_FOR = "oxidav.authz.acting_for"
 
 
 _ALLOWED = Verdict(ALLOW)
@@ -104,7 +100,7 @@ class AuthzMiddleware(BaseMiddleware):  # type: ignore[misc]
         return result
 
     def _verdict(self, environ: dict[str, Any], path: str, dest_path: str | None) -> Verdict:
-        principal = environ.get(ENVIRON_PRINCIPAL)
+        principal = principal_of(environ)
         username = environ.get("wsgidav.auth.user_name") or ""
         own = decide(username, path, dest_path)
         if self.engine is None or not isinstance(principal, Principal):

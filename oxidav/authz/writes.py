@@ -24,10 +24,10 @@ from typing import Any
 from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
-from oxidav.authz.grants.mounts import ENVIRON_MOUNTS, MountService, MountTable, involves_mounts
-from oxidav.authz.middleware import ENVIRON_AUTHZ
+from oxidav.authz.grants.mounts import MountService, MountTable, involves_mounts
 from oxidav.authz.policy import Verdict, WritePlace, authorize_write
 from oxidav.db import Database
+from oxidav.environ import ENVIRON_AUTHZ, ENVIRON_MOUNTS
 from oxidav.tree import InvalidName, normalize_path
 from oxidav.urls import FILES, LEGACY_WEBDAV
 

@@ -14,7 +14,6 @@ from oxidav.services import Services
 from oxidav.settings import Settings
 
 #: Where the domain controller leaves the authenticated ``Principal``.
-ENVIRON_PRINCIPAL = "oxidav.principal"
 
 
 @dataclass(frozen=True)

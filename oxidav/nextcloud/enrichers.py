@@ -34,15 +34,14 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.grants.engine import RequestAuthz
 from oxidav.authz.grants.mounts import mounts_of
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.authz.grants.roles import Action, allows
-from oxidav.authz.middleware import ENVIRON_AUTHZ
 from oxidav.db import Database
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
+from oxidav.environ import ENVIRON_AUTHZ, ENVIRON_ENRICHMENT_STATE, principal_of
 from oxidav.nextcloud.favorites import favorite_ids, set_favorite
 from oxidav.providers.dav.enrichment import PropertyValue
 from oxidav.tree.types import NodeInfo
@@ -78,8 +77,6 @@ COMMON_NAMES = (
     NC_HAS_PREVIEW,
 )
 ALL_NAMES = frozenset((*COMMON_NAMES, OC_CHECKSUMS, OC_DATA_FINGERPRINT))
-
-STATE_KEY = "oxidav.nextcloud.enrichment"
 
 
 def oc_id(node_id: int, instance_id: str) -> str:
@@ -142,7 +139,7 @@ def shared_permissions(node: NodeInfo, inherited: int, effective: int, *, mount_
 
 def permissions_for(node: NodeInfo, environ: Mapping[str, Any]) -> str:
     """``oc:permissions`` of ``node`` for the request's caller."""
-    principal = environ.get(ENVIRON_PRINCIPAL)
+    principal = principal_of(environ)
     if not isinstance(principal, Principal) or node.user_id == principal.user_id:
         return permissions(node)
     authz = environ.get(ENVIRON_AUTHZ)
@@ -155,7 +152,7 @@ def permissions_for(node: NodeInfo, environ: Mapping[str, Any]) -> str:
 
 
 def _caller_id(environ: Mapping[str, Any]) -> int | None:
-    principal = environ.get(ENVIRON_PRINCIPAL)
+    principal = principal_of(environ)
     return principal.user_id if isinstance(principal, Principal) else None
 
 
@@ -171,11 +168,11 @@ class _State:
 
 
 def _state(environ: Mapping[str, Any]) -> _State:
-    state = environ.get(STATE_KEY)
+    state = environ.get(ENVIRON_ENRICHMENT_STATE)
     if state is None:
         state = _State()
         if isinstance(environ, MutableMapping):
-            environ[STATE_KEY] = state
+            environ[ENVIRON_ENRICHMENT_STATE] = state
     assert isinstance(state, _State)
     return state
 
@@ -261,7 +258,7 @@ class NodeEnricher:
     def _share_types(self, node: NodeInfo, environ: Mapping[str, Any]) -> etree._Element:
         state = _state(environ)
         if node.id not in state.share_types:
-            principal = environ.get(ENVIRON_PRINCIPAL)
+            principal = principal_of(environ)
             ids = sorted(state.unread_share_types | {node.id})
             state.unread_share_types.clear()
             found: dict[int, set[int]] = {i: set() for i in ids}

@@ -16,13 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from oxidav.db import Database
+from oxidav.environ import node_of
 from oxidav.nextcloud.enrichers import oc_id
 from oxidav.tree import set_mtime
 from oxidav.tree.types import NodeInfo
 
-#: Where providers leave the node a write produced (the contract name, and the files
-#: provider's current one).
-NODE_KEYS = ("oxidav.node", "oxidav.files.node")
 WRITE_METHODS = frozenset(("PUT", "MKCOL", "MOVE", "COPY"))
 MULTISTATUS_TYPE = "application/xml; charset=utf-8"
 
@@ -44,11 +42,8 @@ def parse_mtime(raw: str | None) -> datetime | None:
 
 
 def written_node(environ: Mapping[str, Any]) -> NodeInfo | None:
-    for key in NODE_KEYS:
-        node = environ.get(key)
-        if isinstance(node, NodeInfo):
-            return node
-    return None
+    node = node_of(environ)
+    return node if isinstance(node, NodeInfo) else None
 
 
 def _has(headers: Headers, name: str) -> bool:

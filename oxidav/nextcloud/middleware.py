@@ -21,6 +21,7 @@ from typing import Any
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
+from oxidav.environ import ENVIRON_ENRICHERS
 from oxidav.nextcloud.bulk.endpoint import BULK_PATH, BulkUpload
 from oxidav.nextcloud.checksums import (
     ChecksumError,
@@ -33,7 +34,6 @@ from oxidav.nextcloud.enrichers import NodeEnricher
 from oxidav.nextcloud.headers import InvalidMtime, finish_headers, parse_mtime
 from oxidav.nextcloud.reports import register as register_reports
 from oxidav.nextcloud.search import register as register_search
-from oxidav.providers.dav.enrichment import ENVIRON_ENRICHERS
 from oxidav.urls import UPLOADS
 
 log = logging.getLogger("oxidav.nextcloud")

@@ -18,9 +18,9 @@ from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.grants.mounts import mounts_of
-from oxidav.authz.grants.views import ENVIRON_VIEWS, views_of
+from oxidav.authz.grants.views import views_of
+from oxidav.environ import ENVIRON_VIEWS, principal_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
 from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
@@ -58,7 +58,7 @@ class FilterFilesReport:
         if not favorite:
             raise DAVError(HTTP_BAD_REQUEST, "only the oc:favorite filter rule is supported")
         folder: NodeInfo = resource.node
-        principal = environ.get(ENVIRON_PRINCIPAL)
+        principal = principal_of(environ)
         caller = principal.user_id if isinstance(principal, Principal) else folder.user_id
         base = resource.path.rstrip("/")
         found: list[str] = []

@@ -25,7 +25,8 @@ from wsgidav.dav_error import (
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
+from oxidav.environ import ENVIRON_PRINCIPAL, principal_of
+from oxidav.nextcloud.context import NextcloudContext
 from oxidav.nextcloud.enrichers import OC_FILEID, OC_ID, oc_id
 from oxidav.nextcloud.trash_ops import TrashItem, list_items, restore
 from oxidav.tree import TreeError, lock_tree, purge
@@ -182,7 +183,7 @@ class TrashbinProvider(DAVProvider):  # type: ignore[misc]
         parts = [part for part in path.split("/") if part]
         if not parts:
             return _Folder("/", environ, [])
-        principal = environ.get(ENVIRON_PRINCIPAL)
+        principal = principal_of(environ)
         if not isinstance(principal, Principal) or parts[0] != principal.username:
             return None
         user = parts[0]

@@ -19,9 +19,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from oxidav.environ import ENVIRON_CLEAN_ERROR_BODY
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
-from oxidav.response_guard import CLEAN_ERROR_BODY
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -85,7 +85,7 @@ class ReadyzApp:
             {"status": "ready" if report.ready else "not ready", "checks": dict(report.parts)}
         ).encode()
         status = "200 OK" if report.ready else "503 Service Unavailable"
-        environ[CLEAN_ERROR_BODY] = True  # the states only, nothing the guard must hide
+        environ[ENVIRON_CLEAN_ERROR_BODY] = True  # the states only, nothing the guard must hide
         return _answer(start_response, status, body + b"\n", "application/json")
 
 

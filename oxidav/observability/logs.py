@@ -3,7 +3,7 @@
 ``configure_logging(level, fmt)`` sends oxidav's, cheroot's and WsgiDAV's records to one
 handler on stderr, each with the id of the request its thread serves (``[-]`` outside one):
 
-- ``text`` (the default): ``TIME LEVEL LOGGER [REQUEST_ID]: MESSAGE``;
+- ``text`` (the default): ``TIME LEVEL LOGGER [ENVIRON_REQUEST_ID]: MESSAGE``;
 - ``json``: one JSON object per line for every record (keys ``time``, ``level``, ``logger``,
   ``request_id``, ``message``, ``exception`` when there is one); an access-log record also
   carries its fields (``oxidav.access_log.ACCESS_FIELDS``) as keys of its own.

@@ -17,10 +17,10 @@ from wsgidav.dc.base_dc import BaseDomainController
 
 from oxidav.authz.authn.authenticator import Authenticator
 from oxidav.authz.authn.login_refusals import HTTP_TOO_MANY_REQUESTS, LoginRefused
+from oxidav.environ import ENVIRON_PRINCIPAL
 from oxidav.origin import client_address
 
 REALM = "oxidav"
-ENVIRON_PRINCIPAL = "oxidav.principal"
 
 # WsgiDAV's status table lacks 429 (RFC 6585); it would send "429 Status".
 dav_error.ERROR_DESCRIPTIONS.setdefault(HTTP_TOO_MANY_REQUESTS, "429 Too Many Requests")

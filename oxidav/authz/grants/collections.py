@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.grants import lookup
 from oxidav.authz.grants import store as grants
 from oxidav.authz.grants.audit import log_denial
@@ -35,9 +34,7 @@ from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.authz.grants.roles import Action, allows
 from oxidav.authz.grants.store import Subject
 from oxidav.db import Database
-
-#: Where a request's ``CollectionAccess`` is kept (WsgiDAV resolves a path several times).
-ENVIRON_COLLECTIONS = "oxidav.authz.grants.collections"
+from oxidav.environ import ENVIRON_COLLECTIONS, principal_of
 
 COLLECTION_KINDS = (ResourceKind.CALENDAR, ResourceKind.ADDRESSBOOK)
 
@@ -190,5 +187,5 @@ class SharedCollections:
 
 
 def _principal(environ: Mapping[str, Any]) -> Principal | None:
-    principal = environ.get(ENVIRON_PRINCIPAL)
+    principal = principal_of(environ)
     return principal if isinstance(principal, Principal) else None

@@ -56,12 +56,12 @@ from oxidav.authz.grants.views import TreeView
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
+from oxidav.environ import ENVIRON_MOUNTS
 from oxidav.tree import InvalidName, TreeError, ensure_root, make_folder, normalize_path, resolve
 from oxidav.tree.types import NODE_COLUMNS, NodeInfo
 
 log = logging.getLogger("oxidav.authz")
 
-ENVIRON_MOUNTS = "oxidav.authz.grants.mounts"
 #: How long "this user has no mounts" is remembered (see the module docstring).
 NO_MOUNTS_SECONDS = 2.0
 _NO_MOUNTS_MAX = 10_000

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ENVIRON_VIEWS = "oxidav.authz.grants.views"
+from oxidav.environ import ENVIRON_VIEWS
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,16 +29,13 @@ from wsgidav.mw.base_mw import BaseMiddleware
 
 from oxidav.authz.authn.basic_auth import parse_basic_credentials
 from oxidav.authz.authn.login_refusals import HTTP_TOO_MANY_REQUESTS
-from oxidav.authz.grants.views import ENVIRON_VIEWS
 from oxidav.authz.links.access import Credentials, LinkDenied, LinkGate, deny_line
 from oxidav.authz.links.store import LiveLink, link_principal
-from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER
+from oxidav.environ import ENVIRON_LINK, ENVIRON_LOCK_HOLDER, ENVIRON_VIEWS
 from oxidav.origin import client_address
 from oxidav.tree import InvalidName, normalize_path
 from oxidav.urls import destination_path
 
-#: An opened ``LiveLink`` handed over by a trusted caller (the ``/s/`` pages), never a client.
-ENVIRON_LINK = "oxidav.links.opened"
 LINK_REALM = "oxidav public link"
 #: ``config["oxidav"][TOKEN_IN_PATH]``: the first path segment below the share is the token.
 TOKEN_IN_PATH = "token_in_path"

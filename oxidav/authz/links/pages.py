@@ -30,10 +30,10 @@ from oxidav.authz.authn.basic_auth import parse_basic_credentials
 from oxidav.authz.authn.login_refusals import HashingBusy
 from oxidav.authz.links import html
 from oxidav.authz.links.access import Credentials, LinkDenied, LinkGate
-from oxidav.authz.links.middleware import ENVIRON_LINK
 from oxidav.authz.links.store import LinkMode, LiveLink
 from oxidav.blobs import BlobChain
 from oxidav.download_headers import SANDBOX_POLICY, attachment
+from oxidav.environ import ENVIRON_LINK
 from oxidav.origin import client_address, public_base
 from oxidav.tree import InvalidName, list_children, list_subtree, normalize_path, resolve
 from oxidav.urls import PUBLIC_SHARE, PUBLIC_WEBDAV

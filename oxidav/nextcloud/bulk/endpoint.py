@@ -29,9 +29,9 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_METHOD_NOT_ALLOWED, DAVErro
 from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import RequestWrites, WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
+from oxidav.environ import principal_of
 from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, Part, boundary_of
 from oxidav.nextcloud.checksums import format_checksum
-from oxidav.nextcloud.context import ENVIRON_PRINCIPAL
 from oxidav.nextcloud.enrichers import oc_id, permissions_for
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.storage_failures import storage_failure
@@ -73,7 +73,7 @@ class BulkUpload:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") != "POST":
             raise DAVError(HTTP_METHOD_NOT_ALLOWED, "bulk upload takes POST")
-        principal = environ.get(ENVIRON_PRINCIPAL)
+        principal = principal_of(environ)
         if not isinstance(principal, Principal):
             raise DAVError(401)
         try:

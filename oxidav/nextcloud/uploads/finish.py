@@ -34,8 +34,9 @@ from wsgidav.dav_error import (
 from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import WritePlace
 from oxidav.blobs import StoredContent
+from oxidav.environ import ENVIRON_NODE, principal_of
 from oxidav.nextcloud.checksums import ChecksumError, format_checksum, new_hasher, parse_checksum
-from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
+from oxidav.nextcloud.context import NextcloudContext
 from oxidav.nextcloud.headers import InvalidMtime, parse_mtime
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.sessions import UploadError
@@ -49,7 +50,6 @@ log = logging.getLogger("oxidav.nextcloud")
 
 #: The virtual member of a session that stands for the assembled file.
 ASSEMBLED = ".file"
-ENVIRON_NODE = "oxidav.node"
 _IF_ETAG = re.compile(r'\[\s*(?:W/)?"?([^"\]\s]+)"?\s*\]')
 
 
@@ -100,7 +100,7 @@ def finish_upload(
     provider: UploadsProvider, environ: dict[str, Any], start_response: Any
 ) -> Iterable[bytes]:
     context = provider.context
-    principal = environ.get(ENVIRON_PRINCIPAL)
+    principal = principal_of(environ)
     parts = [part for part in environ["PATH_INFO"].split("/") if part]
     if not isinstance(principal, Principal) or len(parts) != 3 or parts[0] != principal.username:
         raise DAVError(HTTP_NOT_FOUND)

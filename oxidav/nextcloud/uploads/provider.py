@@ -27,8 +27,9 @@ from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.writes import WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.db import utcnow
+from oxidav.environ import principal_of
 from oxidav.nextcloud.checksums import ChecksumMismatch
-from oxidav.nextcloud.context import ENVIRON_PRINCIPAL, NextcloudContext
+from oxidav.nextcloud.context import NextcloudContext
 from oxidav.nextcloud.uploads import sessions
 from oxidav.nextcloud.uploads.finish import ASSEMBLED, destination_place, finish_upload
 from oxidav.nextcloud.uploads.quota import charge_chunk, check_room
@@ -275,7 +276,7 @@ class UploadsProvider(DAVProvider):  # type: ignore[misc]
         parts = [part for part in path.split("/") if part]
         if not parts:
             return UploadsRoot("/", environ)
-        principal = environ.get(ENVIRON_PRINCIPAL)
+        principal = principal_of(environ)
         if not isinstance(principal, Principal) or parts[0] != principal.username:
             return None
         if len(parts) == 1:

@@ -26,6 +26,7 @@ from wsgidav.dav_provider import DAVProvider
 
 from oxidav.calendars.store import DEFAULT_CALENDAR_URI, CalendarInfo
 from oxidav.db import Database
+from oxidav.environ import ENVIRON_CALENDARS
 from oxidav.providers.caldav import reports as calendar_reports
 from oxidav.providers.caldav import writes as calendar_writes
 from oxidav.providers.caldav.context import CalDavPath, CalendarBackend
@@ -41,7 +42,6 @@ from oxidav.settings import Settings
 
 #: The CalDAV reports register themselves on import; the provider needs them.
 REPORTS = calendar_reports.REPORT_NAMES
-ENVIRON_CALENDARS = "oxidav.calendars.calendars"
 
 
 class CalendarsProvider(DAVProvider):  # type: ignore[misc]

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from lxml import etree
 
-ENVIRON_ENRICHERS = "oxidav.enrichers"
+from oxidav.environ import ENVIRON_ENRICHERS
 
 #: What a property getter may return: text, or a ready element (for nested XML).
 PropertyValue = str | etree._Element

@@ -34,11 +34,11 @@ from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
 
 from oxidav.authz.authn.credential_cache import Principal
-from oxidav.authz.authn.domain_controller import ENVIRON_PRINCIPAL
 from oxidav.authz.grants.collections import CollectionAccess, Reach, SharedCollections
 from oxidav.authz.grants.decision import Decision
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.authz.grants.roles import Action
+from oxidav.environ import ENVIRON_OVERRIDES, principal_of
 from oxidav.providers.dav import share_overrides
 from oxidav.providers.dav.collections import Getter, ObjectCollection, TextObjectResource
 from oxidav.providers.dav.users import HomeBackend
@@ -47,8 +47,6 @@ from oxidav.providers.dav.xml_input import parse_xml, storable, stored_xml
 from oxidav.urls import principal_href
 
 SHARED_BY = "_shared_by_"
-#: environ key: the recipient's own property values, per collection kind, for this request.
-ENVIRON_OVERRIDES = "oxidav.share_overrides"
 OWNCLOUD_NS = "http://owncloud.org/ns"
 
 SHARED = CS + "shared"
@@ -226,7 +224,7 @@ def _readable(values: dict[int, dict[str, str]], where: str) -> dict[int, dict[s
 
 
 def _recipient_id(environ: Mapping[str, Any]) -> int | None:
-    principal = environ.get(ENVIRON_PRINCIPAL)
+    principal = principal_of(environ)
     return principal.user_id if isinstance(principal, Principal) else None
 
 

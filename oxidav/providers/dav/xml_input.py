@@ -32,6 +32,8 @@ from typing import Any, Literal, overload
 from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_REQUEST_ENTITY_TOO_LARGE, DAVError
 
+from oxidav.environ import ENVIRON_BODY, ENVIRON_ROOT
+
 _log = logging.getLogger(__name__)
 
 #: Methods whose request body is XML.
@@ -49,9 +51,6 @@ DEFAULT_MAX_BODY = 1 << 20
 #: Bytes handed to the parser at a time: the limits are checked between pieces.
 _FEED = 16 << 10
 _READ = 64 << 10
-#: The environ keys of the read body (bytes or None) and of its parsed root (once parsed).
-ENVIRON_BODY = "oxidav.xml.body"
-ENVIRON_ROOT = "oxidav.xml.root"
 _NO_DOCTYPE = "a document type declaration (DOCTYPE) is not allowed"
 _DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
 

@@ -26,16 +26,11 @@ from oxidav.db import Database
 from oxidav.db.models.tree import Node
 from oxidav.db.models.users import User
 from oxidav.db.prepared import PreparedRead
+from oxidav.environ import ENVIRON_CACHE
 from oxidav.tree import QuotaExceeded, TreeError, quota_limit, resolve
 from oxidav.tree.nodes import ensure_root, resolve_many, select_live
 from oxidav.tree.types import NodeInfo
 
-ENVIRON_CACHE = "oxidav.files.cache"
-#: The node a PUT/MKCOL/COPY/MOVE produced, or GET/HEAD served, for middleware that adds OC-*
-#: headers.
-ENVIRON_NODE = "oxidav.files.node"
-#: Set by COPY/MOVE when the destination did not exist (201 instead of 204).
-ENVIRON_CREATED = "oxidav.files.created"
 USER_CACHE_SECONDS = 30.0
 QUOTA_NOT_EXCEEDED = "{DAV:}quota-not-exceeded"
 #: The live node at a path: the one read of a GET (``oxidav.db.prepared``).

@@ -31,8 +31,7 @@ from wsgidav.dav_error import (
 )
 
 from oxidav.download_headers import download_headers
-from oxidav.http_connection import SENDS_FILE_REGIONS
-from oxidav.providers.files.context import ENVIRON_NODE
+from oxidav.environ import ENVIRON_NODE, ENVIRON_SENDS_FILE_REGIONS
 from oxidav.providers.files.resources import FileResource
 
 BLOCK = 256 * 1024
@@ -237,7 +236,7 @@ def send_file(
     server: Any, environ: dict[str, Any], start_response: Any, res: FileResource, *, head: bool
 ) -> Iterator[bytes]:
     """Answer GET / HEAD for ``res`` (a generator, as WsgiDAV's handlers are). The node row
-    goes to ``environ["oxidav.files.node"]`` for middleware (OC-Checksum and the like)."""
+    goes to ``environ[ENVIRON_NODE]`` for middleware (OC-Checksum and the like)."""
     environ[ENVIRON_NODE] = res.node
     check_conditionals(server, environ, res)
     size = res.get_content_length()
@@ -259,7 +258,7 @@ def send_file(
                 add_headers=[("Content-Range", f"bytes */{size}")],
             )
     res.finalize_headers(environ, headers)
-    regions = SENDS_FILE_REGIONS in environ
+    regions = ENVIRON_SENDS_FILE_REGIONS in environ
     if not ranges:
         start_response("200 OK", [*headers, ("Content-Length", str(size))])
         if not head and size > 0:

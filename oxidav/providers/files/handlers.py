@@ -37,11 +37,16 @@ from wsgidav.dav_error import (
 )
 from wsgidav.request_server import RequestServer
 
-from oxidav.authz.lock_holders import ENVIRON_LOCK_HOLDER, may_unlock
-from oxidav.providers.files.context import ENVIRON_CREATED, ENVIRON_NODE, Target, forget
+from oxidav.authz.lock_holders import may_unlock
+from oxidav.environ import (
+    ENVIRON_CREATED,
+    ENVIRON_LOCK_HOLDER,
+    ENVIRON_PROPPATCH,
+    node_of,
+)
+from oxidav.providers.files.context import Target, forget
 from oxidav.providers.files.get import send_file
 from oxidav.providers.files.propfind import handle_propfind
-from oxidav.providers.files.props import ENVIRON_PROPPATCH
 from oxidav.providers.files.put import handle_put
 from oxidav.providers.files.resources import FileResource
 from oxidav.tree import count_subtree, set_mtime
@@ -137,7 +142,7 @@ def _lock(
         result: Iterable[bytes] = default_handler(environ, start_response)
         return result
     except BaseException:
-        node = environ.get(ENVIRON_NODE)
+        node = node_of(environ)
         target = provider.locate(path, environ)
         if unmapped and node is not None and isinstance(target, Target):
             backend = provider.backend

@@ -33,6 +33,7 @@ from wsgidav.dav_error import (
     PRECONDITION_CODE_ProtectedProperty,
 )
 
+from oxidav.environ import ENVIRON_PROPPATCH
 from oxidav.providers.dav.enrichment import Enricher, enrichers
 from oxidav.providers.dav.xml_input import storable, stored_xml
 from oxidav.providers.files.context import FilesBackend
@@ -41,8 +42,6 @@ from oxidav.tree import locks as lock_rows
 from oxidav.tree.props import get_props
 from oxidav.tree.types import NodeInfo
 
-#: PROPPATCH changes collected for one transaction: ``[(node id, name, value or None)]``.
-ENVIRON_PROPPATCH = "oxidav.files.proppatch"
 MAX_DEAD_NAME = 512
 MAX_DEAD_VALUE = 1 << 20
 

@@ -33,9 +33,9 @@ from wsgidav.dav_provider import DAVProvider
 
 from oxidav.authz.grants.mounts import mounts_of
 from oxidav.authz.grants.views import view_for, views_of
-from oxidav.authz.middleware import ENVIRON_ACTING_FOR
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
+from oxidav.environ import ENVIRON_ACTING_FOR
 from oxidav.providers.files.context import FilesBackend, Target
 from oxidav.providers.files.handlers import dispatch
 from oxidav.providers.files.locks import DbLockStorage

@@ -56,13 +56,9 @@ from oxidav.authz.grants.views import view_for
 from oxidav.blobs import IncompleteContentError
 from oxidav.blobs.ingest import PendingContent, StoredContent
 from oxidav.db import Transaction
+from oxidav.environ import ENVIRON_NODE
 from oxidav.providers.files.body import request_body
-from oxidav.providers.files.context import (
-    ENVIRON_NODE,
-    Target,
-    dav_error,
-    forget,
-)
+from oxidav.providers.files.context import Target, dav_error, forget
 from oxidav.providers.files.get import http_date_now
 from oxidav.providers.files.locks import DbLockManager
 from oxidav.tree import (

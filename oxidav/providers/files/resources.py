@@ -27,13 +27,8 @@ from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
 from oxidav.authz.grants.mounts import mounts_of
-from oxidav.providers.files.context import (
-    ENVIRON_CREATED,
-    ENVIRON_NODE,
-    Target,
-    dav_error,
-    forget,
-)
+from oxidav.environ import ENVIRON_CREATED, ENVIRON_NODE
+from oxidav.providers.files.context import Target, dav_error, forget
 from oxidav.providers.files.props import NodeProperties, Page
 from oxidav.tree import (
     TreeError,
