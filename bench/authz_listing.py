@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import event, insert
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants import store as grants
 from oxidav.authz.grants.decision import Decision
 from oxidav.authz.grants.engine import GrantEngine

@@ -1,6 +1,10 @@
-"""``make_app(settings)``: the oxidav WSGI application.
+"""``make_app(settings)``: the oxidav WSGI application, and all of its wiring.
 
-The request path of DESIGN §3, outermost first::
+Everything an application is made of is listed here and handed down, nothing is registered at
+import: the middleware stacks (``OUTER_STACK``, ``DAV_STACK``, ``PUBLIC_DAV_STACK``, each in
+request order), the DAV providers and their mount points, the REPORTs and SEARCH of the DAV
+surface (``dav_extensions``), the routes. Two applications built in one process share nothing
+but the ``Services`` they are given. The request path, outermost first::
 
     ProxyHeaders                    client address and public URL base, through trusted proxies
                                     only (oxidav.origin)
@@ -26,6 +30,7 @@ The request path of DESIGN §3, outermost first::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wsgidav.wsgidav_app import WsgiDAVApp
@@ -40,11 +45,12 @@ from oxidav.authz.links.pages import PublicLinkPages
 from oxidav.authz.lock_holders import LockHolders
 from oxidav.authz.middleware import AuthzMiddleware
 from oxidav.error_pages import OxiErrorPages
+from oxidav.nextcloud import reports as nextcloud_reports
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.endpoints import nextcloud_routes
-from oxidav.nextcloud.enrichers import register_share_types
 from oxidav.nextcloud.link_share_types import link_share_types
-from oxidav.nextcloud.middleware import NextcloudMiddleware
+from oxidav.nextcloud.middleware import SHARE_TYPE_SOURCES, NextcloudMiddleware
+from oxidav.nextcloud.search import FilesSearch
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
 from oxidav.observability.blob_metrics import InstrumentedBlobStore
@@ -52,9 +58,13 @@ from oxidav.observability.endpoints import observability_routes
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
 from oxidav.origin import OriginPolicy, ProxyHeaders
+from oxidav.providers import principals
+from oxidav.providers.caldav import reports as caldav_reports
 from oxidav.providers.caldav.provider import CalendarsProvider
+from oxidav.providers.carddav import reports as carddav_reports
 from oxidav.providers.carddav.provider import AddressbooksProvider
-from oxidav.providers.dav.resolver import XML_INPUT, OxiRequestResolver
+from oxidav.providers.dav.request_server import DavExtensions
+from oxidav.providers.dav.resolver import DAV_EXTENSIONS, XML_INPUT, OxiRequestResolver
 from oxidav.providers.dav.root import DavRootProvider
 from oxidav.providers.dav.xml_input import XmlInput
 from oxidav.providers.files.locks import DbLockStorage
@@ -69,6 +79,53 @@ from oxidav.settings import Settings
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
 
+#: WsgiDAV's middleware stack of the DAV surface, in request order (each wraps the next).
+DAV_STACK: list[Any] = [
+    OxiErrorPages,  # DAVError / exception -> answer, nothing leaked (not WsgiDAV's ErrorPrinter)
+    OxiHTTPAuthenticator,  # Basic auth through OxiDomainController: cache, throttles
+    AuthzMiddleware,  # may this principal touch this path (and Destination)?
+    NextcloudMiddleware,  # OC-* headers, PROPFIND enrichment, bulk upload
+    OxiRequestResolver,  # last: WsgiDAV's methods, REPORT and the others, XML bodies checked
+]
+#: The same for WebDAV through a public link: the link middleware authenticates and authorizes.
+PUBLIC_DAV_STACK: list[Any] = [OxiErrorPages, PublicLinkMiddleware, OxiRequestResolver]
+
+#: A layer of the outer stack: wraps the application below it.
+Layer = Callable[["WSGIApplication"], "WSGIApplication"]
+
+
+def outer_stack(settings: Settings, metrics: Metrics) -> list[Layer]:
+    """The layers in front of the router, in request order (the module docstring says what
+    each does)."""
+    origin = OriginPolicy.from_settings(settings)
+    return [
+        lambda app: ProxyHeaders(app, origin),
+        lambda app: AccessLog(app, metrics),
+        ResponseGuard,
+        RejectBadPaths,
+    ]
+
+
+def wrap(stack: Sequence[Layer], innermost: WSGIApplication) -> WSGIApplication:
+    """``innermost`` behind every layer of ``stack``, the first layer outermost."""
+    app = innermost
+    for layer in reversed(stack):
+        app = layer(app)
+    return app
+
+
+def dav_extensions() -> DavExtensions:
+    """The REPORTs and the SEARCH handler of oxidav's DAV surface."""
+    return DavExtensions(
+        reports=[
+            *caldav_reports.REPORTS,
+            *carddav_reports.REPORTS,
+            *principals.REPORTS,
+            *nextcloud_reports.REPORTS,
+        ],
+        search=FilesSearch(),
+    )
+
 
 def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
     """Every DAV provider and the path it is mounted at (longest prefix wins)."""
@@ -82,33 +139,27 @@ def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
             settings, services.db, services.blobs, user_from="auth", canonical_share=urls.FILES
         ),
         urls.ADDRESSBOOKS: AddressbooksProvider(services.db, settings),
-        urls.PRINCIPALS: PrincipalsProvider(services.db, settings),
+        urls.PRINCIPALS: PrincipalsProvider(services.db, settings, principals.HOME_PROPERTIES),
         urls.CALENDARS: CalendarsProvider(services.db, settings),
     }
-
-
-def _middleware_stack() -> list[Any]:
-    return [
-        OxiErrorPages,  # in place of WsgiDAV's ErrorPrinter, which shows the exception
-        OxiHTTPAuthenticator,
-        AuthzMiddleware,
-        NextcloudMiddleware,
-        OxiRequestResolver,  # must be last
-    ]
 
 
 def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
     """The WsgiDAV configuration of oxidav's DAV surface."""
     return {
         "provider_mapping": _provider_mapping(settings, services),
-        "middleware_stack": _middleware_stack(),
+        "middleware_stack": DAV_STACK,
         "http_authenticator": {
             "domain_controller": OxiDomainController,
             "accept_basic": True,
             "accept_digest": False,
             "default_to_digest": False,
         },
-        "oxidav": {"authenticator": services.authenticator, "services": services},
+        "oxidav": {
+            "authenticator": services.authenticator,
+            "services": services,
+            SHARE_TYPE_SOURCES: [link_share_types],  # oc:share-types 3
+        },
         "dir_browser": {"enable": False},
         "lock_storage": DbLockStorage(
             services.db,
@@ -116,6 +167,7 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
             holders=LockHolders(services.db),
         ),
         XML_INPUT: XmlInput(max_body_bytes=settings.max_xml_body_bytes),
+        DAV_EXTENSIONS: dav_extensions(),
         "property_manager": None,
         "block_size": 256 * 1024,
         "verbose": 1,
@@ -141,7 +193,7 @@ def public_dav_config(
     return {
         **dav_config(settings, services),
         "provider_mapping": {share: provider},
-        "middleware_stack": [OxiErrorPages, PublicLinkMiddleware, OxiRequestResolver],
+        "middleware_stack": PUBLIC_DAV_STACK,
         "oxidav": {
             "links": gate,
             "services": services,
@@ -185,7 +237,6 @@ def make_app(
     services = services or Services.open(settings)
     metrics = metrics or Metrics()
     readiness = instrument(services, metrics)
-    register_share_types(link_share_types)  # oc:share-types 3 (idempotent)
     dav = WsgiDAVApp(dav_config(settings, services))
     routes = [
         *observability_routes(metrics, readiness, settings.metrics_allow),
@@ -193,7 +244,4 @@ def make_app(
         *nextcloud_routes(services, lambda: readiness.report().ready),
         *public_link_routes(settings, services),
     ]
-    return ProxyHeaders(
-        AccessLog(ResponseGuard(RejectBadPaths(Router(routes, fallback=dav))), metrics),
-        OriginPolicy.from_settings(settings),
-    )
+    return wrap(outer_stack(settings, metrics), Router(routes, fallback=dav))

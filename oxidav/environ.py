@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oxidav.authz.authn.credential_cache import Principal
+    from oxidav.authz.authn.principal import Principal
     from oxidav.tree.types import NodeInfo
 
 #: What the accessors read: a WSGI environ or any read-only view of one.
@@ -56,6 +56,8 @@ ENVIRON_LINK = "oxidav.links.opened"
 #: parsed root (once parsed).
 ENVIRON_BODY = "oxidav.xml.body"
 ENVIRON_ROOT = "oxidav.xml.root"
+#: The REPORTs and SEARCH handler of the application serving this request (``DavExtensions``).
+ENVIRON_DAV_EXTENSIONS = "oxidav.dav.extensions"
 #: The PROPFIND enrichers plugged into this request (``oxidav.providers.dav.enrichment``).
 ENVIRON_ENRICHERS = "oxidav.enrichers"
 #: The recipient's own property values, per collection kind (``dav.share_overrides``).

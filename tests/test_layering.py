@@ -52,7 +52,8 @@ def room_of(module: str) -> str:
     if len(parts) == 1:
         return module
     top = ".".join(parts[:2])
-    if top in ROOMS_WITH_SUBROOMS and len(parts) >= 3 and (ROOT / top.replace(".", "/") / parts[2]).is_dir():
+    subroom = ROOT / top.replace(".", "/") / parts[2] if len(parts) >= 3 else None
+    if top in ROOMS_WITH_SUBROOMS and subroom is not None and subroom.is_dir():
         return f"{top}.{parts[2]}"
     return top
 
@@ -129,7 +130,7 @@ def test_the_room_graph_has_no_cycle() -> None:
         path.append(room)
         for nxt in sorted(graph.get(room, ())):
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt) :] + [nxt]
+                cycle = [*path[path.index(nxt) :], nxt]
                 pytest.fail("rooms import each other: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt)

@@ -34,7 +34,7 @@ To change who may do what, change ``roles.ACTION_BITS`` or the engine — never 
 """
 
 from oxidav.authz.authn.authenticator import Authenticator, TooManyFailedLogins
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.decision import Decision
 from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
 from oxidav.authz.grants.resources import Resource, ResourceKind

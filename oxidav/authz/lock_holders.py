@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
 from oxidav.authz.grants.resources import Resource

@@ -31,7 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from wsgidav.dav_error import DAVError
 from wsgidav.mw.base_mw import BaseMiddleware
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine
 from oxidav.authz.grants.mount_names import rename

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine, RequestAuthz
 from oxidav.authz.grants.mounts import MountService, MountTable, involves_mounts

@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from oxidav.authz.authn.authenticator import LoginRefused
 from oxidav.authz.authn.basic_auth import parse_basic_credentials
-from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.authn.domain_controller import REALM
+from oxidav.authz.authn.principal import Principal
 from oxidav.db.models.users import User
 from oxidav.nextcloud import capabilities as caps
 from oxidav.nextcloud import ocs

@@ -14,8 +14,8 @@ mounted in the caller's tree) they follow the permission bits the grant engine g
 cannot be renamed — ``D`` when the bits held on the node's folder allow deleting, ``N``/``V``
 when the update bit allows renaming; ``W`` (files, update bit) or ``C``/``K`` (folders, create
 bit). ``oc:share-types`` lists, on the caller's own items and
-on items they reshared, the kinds of share made: 0 user, 1 group, and whatever the registered
-``SHARE_TYPE_SOURCES`` add (public links: 3).
+on items they reshared, the kinds of share made: 0 user, 1 group, and whatever the
+``share_type_sources`` the enricher was given add (``make_app`` gives the public links': 3).
 
 Per-request state (favorites, owner names, share types) lives in the environ, filled by
 ``prefetch`` with one query per page for favorites and one for owners; share types are read
@@ -33,7 +33,7 @@ from lxml import etree
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import RequestAuthz
 from oxidav.authz.grants.mounts import mounts_of
 from oxidav.authz.grants.resources import Resource, ResourceKind
@@ -87,15 +87,8 @@ def oc_id(node_id: int, instance_id: str) -> str:
 SHARE_USER, SHARE_GROUP, SHARE_LINK = 0, 1, 3
 
 #: ``(session, caller's user id, node ids) -> (node id, share type)`` pairs: more kinds of share
-#: for ``oc:share-types`` (the public links register theirs, type 3). One query per call.
+#: for ``oc:share-types`` (the public links give theirs, type 3). One query per call.
 ShareTypeSource = Callable[[Session, int, Sequence[int]], Iterable[tuple[int, int]]]
-SHARE_TYPE_SOURCES: list[ShareTypeSource] = []
-
-
-def register_share_types(source: ShareTypeSource) -> None:
-    """Add a source of ``oc:share-types`` entries (idempotent)."""
-    if source not in SHARE_TYPE_SOURCES:
-        SHARE_TYPE_SOURCES.append(source)
 
 
 def grant_share_types(
@@ -184,11 +177,15 @@ def _checksums_element(value: str) -> etree._Element:
 
 
 class NodeEnricher:
-    """The ``oc:``/``nc:`` properties of the files provider's nodes."""
+    """The ``oc:``/``nc:`` properties of the files provider's nodes. ``share_type_sources``:
+    the kinds of share besides user and group shares that ``oc:share-types`` lists."""
 
-    def __init__(self, db: Database, instance_id: str) -> None:
+    def __init__(
+        self, db: Database, instance_id: str, share_type_sources: Sequence[ShareTypeSource] = ()
+    ) -> None:
         self.db = db
         self.instance_id = instance_id
+        self.share_type_sources = (grant_share_types, *share_type_sources)
 
     # -- Enricher protocol ---------------------------------------------------------------
 
@@ -264,7 +261,7 @@ class NodeEnricher:
             found: dict[int, set[int]] = {i: set() for i in ids}
             if isinstance(principal, Principal):
                 with self.db.read() as session:
-                    for source in (grant_share_types, *SHARE_TYPE_SOURCES):
+                    for source in self.share_type_sources:
                         for node_id, kind in source(session, principal.user_id, ids):
                             found.setdefault(node_id, set()).add(kind)
             state.share_types.update(found)

@@ -1,4 +1,4 @@
-"""``oc:share-types`` 3 (public link): the source ``enrichers.register_share_types`` calls.
+"""``oc:share-types`` 3 (public link): the share-type source ``make_app`` gives the enricher.
 
 ``link_share_types`` answers, for one PROPFIND page, which of its nodes carry a live public
 link made by their owner or by the caller (a manager who reshared) — one query on

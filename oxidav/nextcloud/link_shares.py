@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.authn.hashing_gate import HashingGate
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.roles import ALL
 from oxidav.authz.links import store as links
 from oxidav.authz.links.store import LinkError, LinkMode

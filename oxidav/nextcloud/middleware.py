@@ -32,8 +32,6 @@ from oxidav.nextcloud.checksums import (
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.enrichers import NodeEnricher
 from oxidav.nextcloud.headers import InvalidMtime, finish_headers, parse_mtime
-from oxidav.nextcloud.reports import register as register_reports
-from oxidav.nextcloud.search import register as register_search
 from oxidav.urls import UPLOADS
 
 log = logging.getLogger("oxidav.nextcloud")
@@ -44,15 +42,19 @@ def _content_length(environ: dict[str, Any]) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
+#: Key in the ``oxidav`` section of the WsgiDAV configuration: the ``ShareTypeSource``s that
+#: ``oc:share-types`` lists besides user and group shares.
+SHARE_TYPE_SOURCES = "share_type_sources"
+
+
 class NextcloudMiddleware(BaseMiddleware):  # type: ignore[misc]
     def __init__(self, wsgidav_app: Any, next_app: Any, config: dict[str, Any]) -> None:
         super().__init__(wsgidav_app, next_app, config)
         self.context = nextcloud_context(config["oxidav"]["services"])
         self.instance_id = self.context.settings.instance_id
-        self.enrichers = (NodeEnricher(self.context.db, self.instance_id),)
+        sources = config["oxidav"].get(SHARE_TYPE_SOURCES, ())
+        self.enrichers = (NodeEnricher(self.context.db, self.instance_id, sources),)
         self.bulk = BulkUpload(self.context)
-        register_reports()
-        register_search()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         method = environ.get("REQUEST_METHOD", "")

@@ -17,14 +17,14 @@ from typing import Any
 from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.mounts import mounts_of
 from oxidav.authz.grants.views import views_of
 from oxidav.environ import ENVIRON_VIEWS, principal_of
 from oxidav.nextcloud.enrichers import OC
 from oxidav.nextcloud.favorites import list_favorites
 from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
-from oxidav.providers.dav.request_server import OxiRequestServer, register_report
+from oxidav.providers.dav.request_server import OxiRequestServer
 from oxidav.tree.types import NodeInfo
 
 FILTER_FILES = OC + "filter-files"
@@ -88,9 +88,5 @@ class FilterFilesReport:
         return send_multistatus(environ, start_response, responses())
 
 
-#: One instance for the process: every app built registers this same object (idempotent).
-FILTER_FILES_REPORT = FilterFilesReport()
-
-
-def register() -> None:
-    register_report(FILTER_FILES_REPORT)
+#: The REPORTs of the Nextcloud layer (``make_app`` hands them to the request server).
+REPORTS = (FilterFilesReport(),)

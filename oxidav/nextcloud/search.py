@@ -38,7 +38,6 @@ from oxidav.db.models.tree import Node
 from oxidav.nextcloud.enrichers import NC, OC, OC_FAVORITE, OC_FILEID, OC_SIZE
 from oxidav.providers.dav.enrichment import enrichers
 from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
-from oxidav.providers.dav.request_server import register_search
 from oxidav.providers.files.context import Target
 from oxidav.tree import InvalidName, normalize_path, resolve
 from oxidav.tree.names import subtree_bounds
@@ -349,7 +348,3 @@ def _files_provider(environ: dict[str, Any]) -> Any:
     if provider is None:
         raise DAVError(HTTP_NOT_FOUND, "no files provider is mounted")
     return provider
-
-
-def register() -> None:
-    register_search(FilesSearch())

@@ -21,8 +21,8 @@ from urllib.parse import parse_qs
 
 from oxidav.authz.authn.authenticator import LoginRefused
 from oxidav.authz.authn.basic_auth import parse_basic_credentials
-from oxidav.authz.authn.credential_cache import Principal
 from oxidav.authz.authn.domain_controller import REALM
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import GrantEngine
 from oxidav.nextcloud import ocs
 from oxidav.nextcloud.capabilities import DEFAULT_SHARE_PERMISSIONS

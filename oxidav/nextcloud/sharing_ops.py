@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants import store as grants
 from oxidav.authz.grants.engine import Access, GrantEngine
 from oxidav.authz.grants.grantset import earlier

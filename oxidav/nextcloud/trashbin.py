@@ -24,7 +24,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.environ import ENVIRON_PRINCIPAL, principal_of
 from oxidav.nextcloud.context import NextcloudContext
 from oxidav.nextcloud.enrichers import OC_FILEID, OC_ID, oc_id

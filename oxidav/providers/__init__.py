@@ -1,17 +1,17 @@
 """WsgiDAV providers and resources that adapt oxidav's rooms to DAV.
 
-- ``DavRootProvider`` (``/remote.php/dav/``): discovery.
-- ``request_server.OxiRequestServer`` + ``resolver.OxiRequestResolver``: WsgiDAV's request
-  handling plus REPORT (and, from the CalDAV room, MKCALENDAR and extended MKCOL); reports are
-  added with ``request_server.register_report``. Every XML request body is read and parsed by
-  ``xml_input`` (bounded, no DTDs) before a handler sees it; stored client XML goes through it.
-- ``urls``: the URL layout.
-- The generic DAV core the CalDAV (``calendar*``) and CardDAV (``addressbook*``, ``contacts_*``)
-  providers and ``principals`` are built on: ``dav_collections`` (owned collections, object
-  collections, text objects), ``dav_reports`` (REPORT props, multiget, limits),
-  ``dav_writes`` (body reading and conditional headers of object writes), ``dav_users``
-  (user lookups, first-use homes), ``dav_xml`` (DAV names and elements), ``sync_report``.
-  To add a kind of object collection, subclass ``dav_collections.ObjectCollection``.
+- ``dav/``: the generic core every provider builds on — the request server and resolver
+  (WsgiDAV's methods plus REPORT, SEARCH, MKCALENDAR, extended MKCOL; ``DavExtensions`` lists
+  the reports and search an application answers), the one parser of client XML
+  (``xml_input``: bounded, no DTDs), streamed multistatus answers, PROPFIND and its enrichment,
+  sync-collection, the store contract of CalDAV and CardDAV with their shared collections,
+  reports and writes, and the DAV root (discovery).
+- ``files/``: every user's file tree (``FilesProvider``, ``DbLockStorage``).
+- ``caldav/``, ``carddav/``: calendars and address books on ``oxidav.calendars`` and
+  ``oxidav.contacts``.
+- ``principals``: the user principals that lead clients to their homes.
 
-Each provider is usable on its own in any WsgiDAV config (see ``examples/embed.py``).
+The core imports none of the providers; a provider imports the core, never another provider
+(``docs/architecture.md``). Each provider is usable on its own in any WsgiDAV configuration
+(``examples/embed.py``).
 """

@@ -9,15 +9,15 @@ URL layout below the mount point (DESIGN §4)::
 A principal answers what a client needs to find its calendars and address books:
 ``current-user-principal``, ``principal-URL``, ``displayname``, ``calendar-home-set``,
 ``calendar-user-address-set`` (``mailto:`` from the user's email, RFC 4791 §6.2.1),
-``principal-collection-set``. Other rooms add properties with ``register_principal_property``
-(the CardDAV room owns ``addressbook-home-set``). Another user's principal answers 404.
+``principal-collection-set``, ``addressbook-home-set``: ``HOME_PROPERTIES``, which ``make_app``
+hands to the provider (an embedder may hand others). Another user's principal answers 404.
 principal-property-search and principal-search-property-set (RFC 3744 §9.4-9.5) work on the
 DAV root and the principal collections and find the authenticated user only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from lxml import etree
@@ -32,7 +32,6 @@ from oxidav.providers.caldav.context import (
 )
 from oxidav.providers.dav.collections import Getter, LiveProperties, finite_depth
 from oxidav.providers.dav.multistatus import response_bytes, send_multistatus
-from oxidav.providers.dav.request_server import register_report
 from oxidav.providers.dav.root import DavRoot
 from oxidav.providers.dav.users import UserDirectory, UserRecord
 from oxidav.providers.dav.xml import (
@@ -57,15 +56,7 @@ ADDRESSBOOK_HOME_SET = "{urn:ietf:params:xml:ns:carddav}addressbook-home-set"
 #: A principal may be read, not changed (RFC 3744 §3).
 PRINCIPAL_PRIVILEGES = ("{DAV:}read", "{DAV:}read-current-user-privilege-set")
 
-PrincipalGetter = Callable[["Principal"], Any]
-
-#: Properties of every user principal: name -> getter(principal). Rooms add theirs.
-PRINCIPAL_PROPERTIES: dict[str, PrincipalGetter] = {}
-
-
-def register_principal_property(name: str, getter: PrincipalGetter) -> None:
-    """Add (or replace) a live property of user principals, e.g. a home-set of a room."""
-    PRINCIPAL_PROPERTIES[name] = getter
+PrincipalGetter = Callable[["UserPrincipal"], Any]
 
 
 class _PrincipalBase(LiveProperties, DAVCollection):  # type: ignore[misc]
@@ -105,16 +96,22 @@ class PrincipalCollection(_PrincipalBase):
         return list(self._members)
 
 
-class Principal(_PrincipalBase):
+class UserPrincipal(_PrincipalBase):
     """A user principal (RFC 3744 §2): a collection without members."""
 
     user: UserRecord
 
     def __init__(
-        self, path: str, environ: dict[str, Any], backend: UserDirectory, user: UserRecord
+        self,
+        path: str,
+        environ: dict[str, Any],
+        backend: UserDirectory,
+        user: UserRecord,
+        properties: Mapping[str, PrincipalGetter],
     ) -> None:
         super().__init__(path, environ, backend)
         self.user = user
+        self.properties = properties
 
     def get_member_names(self) -> list[str]:
         return []
@@ -130,38 +127,45 @@ class Principal(_PrincipalBase):
         props[OWNER] = lambda: href_element(OWNER, href)
         props[GROUP_MEMBERSHIP] = lambda: etree.Element(GROUP_MEMBERSHIP)
         props[ALTERNATE_URI_SET] = lambda: etree.Element(ALTERNATE_URI_SET)
-        for name, getter in PRINCIPAL_PROPERTIES.items():
+        for name, getter in self.properties.items():
             props[name] = lambda getter=getter: getter(self)  # type: ignore[misc]
         return props
 
 
-def _calendar_user_addresses(principal: Principal) -> etree._Element:
+def _calendar_user_addresses(principal: UserPrincipal) -> etree._Element:
     hrefs = [f"mailto:{principal.user.email}"] if principal.user.email else []
     return href_element(
         CALENDAR_USER_ADDRESS_SET, *hrefs, urls.principal_href(principal.user.username)
     )
 
 
-register_principal_property(
-    CALENDAR_HOME_SET,
-    lambda p: href_element(CALENDAR_HOME_SET, urls.calendar_home_href(p.user.username)),
-)
-register_principal_property(CALENDAR_USER_ADDRESS_SET, _calendar_user_addresses)
-register_principal_property(
-    CALENDAR_USER_TYPE, lambda p: text_element(CALENDAR_USER_TYPE, "INDIVIDUAL")
-)
-register_principal_property(
-    ADDRESSBOOK_HOME_SET,
-    lambda p: href_element(ADDRESSBOOK_HOME_SET, urls.addressbook_home_href(p.user.username)),
-)
+#: The properties of every user principal that lead to its calendars and address books:
+#: name -> getter(principal).
+HOME_PROPERTIES: dict[str, PrincipalGetter] = {
+    CALENDAR_HOME_SET: lambda p: href_element(
+        CALENDAR_HOME_SET, urls.calendar_home_href(p.user.username)
+    ),
+    CALENDAR_USER_ADDRESS_SET: _calendar_user_addresses,
+    CALENDAR_USER_TYPE: lambda p: text_element(CALENDAR_USER_TYPE, "INDIVIDUAL"),
+    ADDRESSBOOK_HOME_SET: lambda p: href_element(
+        ADDRESSBOOK_HOME_SET, urls.addressbook_home_href(p.user.username)
+    ),
+}
 
 
 class PrincipalsProvider(DAVProvider):  # type: ignore[misc]
-    """Serves the principals of oxidav's users; read-only."""
+    """Serves the principals of oxidav's users; read-only. ``properties``: the live properties
+    every user principal adds to the standard ones (``HOME_PROPERTIES`` in oxidav)."""
 
-    def __init__(self, db: Database, settings: Settings) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        properties: Mapping[str, PrincipalGetter] = HOME_PROPERTIES,
+    ) -> None:
         super().__init__()
         self.backend = UserDirectory(db, settings)
+        self.properties = dict(properties)
 
     def is_readonly(self) -> bool:
         return True
@@ -188,7 +192,7 @@ class PrincipalsProvider(DAVProvider):  # type: ignore[misc]
         user = self.backend.user(parts[1])
         if user is None:
             return None
-        return Principal(f"/users/{parts[1]}/", environ, self.backend, user)
+        return UserPrincipal(f"/users/{parts[1]}/", environ, self.backend, user, self.properties)
 
 
 class PrincipalPropertySearchReport:
@@ -273,7 +277,7 @@ SEARCHABLE = {
 }
 
 
-def _own_principal(environ: dict[str, Any]) -> Principal | None:
+def _own_principal(environ: dict[str, Any]) -> UserPrincipal | None:
     user = environ.get("wsgidav.auth.user_name")
     if not user:
         return None
@@ -281,10 +285,10 @@ def _own_principal(environ: dict[str, Any]) -> Principal | None:
     if not isinstance(provider, PrincipalsProvider):
         return None
     found = provider.get_resource_inst(f"/users/{user}/", environ)
-    return found if isinstance(found, Principal) else None
+    return found if isinstance(found, UserPrincipal) else None
 
 
-def _property_texts(principal: Principal, name: str) -> list[str]:
+def _property_texts(principal: UserPrincipal, name: str) -> list[str]:
     if name == "{DAV:}displayname":
         return [principal.get_display_name(), principal.user.username]
     if name == CALENDAR_USER_ADDRESS_SET:
@@ -292,7 +296,7 @@ def _property_texts(principal: Principal, name: str) -> list[str]:
     return []
 
 
-def _search_matches(principal: Principal, body: etree._Element) -> bool:
+def _search_matches(principal: UserPrincipal, body: etree._Element) -> bool:
     results = []
     for search in body.iterfind("{DAV:}property-search"):
         needle = (search.findtext("{DAV:}match") or "").casefold()
@@ -304,5 +308,5 @@ def _search_matches(principal: Principal, body: etree._Element) -> bool:
     return any(results) if body.get("test") == "anyof" else all(results)
 
 
-for _report in (PrincipalPropertySearchReport(), PrincipalSearchPropertySetReport()):
-    register_report(_report)
+#: The REPORTs of principals (``make_app`` hands them to the request server).
+REPORTS = (PrincipalPropertySearchReport(), PrincipalSearchPropertySetReport())

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import event, insert
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import GrantEngine
 from oxidav.authz.grants.resources import Resource
 from oxidav.db import Database, Transaction, utcnow

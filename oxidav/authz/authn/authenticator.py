@@ -27,10 +27,11 @@ import logging
 from sqlalchemy import select, update
 
 from oxidav.authz.authn.accounts import store_rehashed_password
-from oxidav.authz.authn.credential_cache import CredentialCache, Principal
+from oxidav.authz.authn.credential_cache import CredentialCache
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.login_refusals import HashingBusy, LoginRefused, TooManyFailedLogins
 from oxidav.authz.authn.passwords import app_password_digest
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.authn.throttle import AddressBudget, LoginThrottle
 from oxidav.db import Database, utcnow
 from oxidav.db.models.users import AppPassword, User

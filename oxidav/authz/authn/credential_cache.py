@@ -15,15 +15,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated user."""
-
-    user_id: int
-    username: str
+from oxidav.authz.authn.principal import Principal
 
 
 class CredentialCache:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.decision import Decision
 from oxidav.authz.grants.resources import Resource
 from oxidav.authz.grants.roles import Action

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants import lookup
 from oxidav.authz.grants import store as grants
 from oxidav.authz.grants.audit import log_denial

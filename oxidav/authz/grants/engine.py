@@ -48,7 +48,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from oxidav.authz.authn.cache import TTLCache
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants import generation, lookup
 from oxidav.authz.grants.audit import log_denial
 from oxidav.authz.grants.decision import Decision

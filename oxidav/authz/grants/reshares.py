@@ -16,7 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants import generation
 from oxidav.authz.grants.engine import MAX_RESHARE_DEPTH, GrantEngine
 from oxidav.authz.grants.grantset import earlier

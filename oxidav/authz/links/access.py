@@ -47,9 +47,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from oxidav.authz.authn.credential_cache import CredentialCache, Principal
+from oxidav.authz.authn.credential_cache import CredentialCache
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.login_refusals import HashingBusy
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.authn.throttle import AddressBudget, LoginThrottle
 from oxidav.authz.grants.decision import ALLOW, Decision
 from oxidav.authz.grants.engine import GrantEngine

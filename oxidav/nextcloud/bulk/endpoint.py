@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_METHOD_NOT_ALLOWED, DAVError
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.writes import RequestWrites, WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.environ import principal_of

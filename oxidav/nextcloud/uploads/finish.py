@@ -31,7 +31,7 @@ from wsgidav.dav_error import (
     DAVError,
 )
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.writes import WritePlace
 from oxidav.blobs import StoredContent
 from oxidav.environ import ENVIRON_NODE, principal_of

@@ -23,7 +23,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.writes import WriteGate
 from oxidav.blobs import IncompleteContentError, StoredContent
 from oxidav.db import utcnow

@@ -27,7 +27,6 @@ from wsgidav.dav_provider import DAVProvider
 from oxidav.calendars.store import DEFAULT_CALENDAR_URI, CalendarInfo
 from oxidav.db import Database
 from oxidav.environ import ENVIRON_CALENDARS
-from oxidav.providers.caldav import reports as calendar_reports
 from oxidav.providers.caldav import writes as calendar_writes
 from oxidav.providers.caldav.context import CalDavPath, CalendarBackend
 from oxidav.providers.caldav.resources import (
@@ -39,9 +38,6 @@ from oxidav.providers.caldav.resources import (
 )
 from oxidav.providers.dav.collections import finite_depth
 from oxidav.settings import Settings
-
-#: The CalDAV reports register themselves on import; the provider needs them.
-REPORTS = calendar_reports.REPORT_NAMES
 
 
 class CalendarsProvider(DAVProvider):  # type: ignore[misc]

@@ -35,7 +35,7 @@ from oxidav.providers.caldav.resources import (
     CalendarObjectResource,
 )
 from oxidav.providers.dav.reports import MultigetReport, matches_response, nresults
-from oxidav.providers.dav.request_server import register_report
+from oxidav.providers.dav.request_server import Report
 from oxidav.providers.dav.sync_report import SyncCollectionReport
 
 CALENDAR_QUERY = C + "calendar-query"
@@ -158,10 +158,10 @@ def _limit(body: etree._Element) -> int | None:
 
 REPORT_NAMES = (CALENDAR_QUERY, CALENDAR_MULTIGET, FREE_BUSY_QUERY, SyncCollectionReport.name)
 
-for _report in (
+#: The REPORTs of CalDAV (``make_app`` hands them to the request server).
+REPORTS: tuple[Report, ...] = (
     CalendarQueryReport(),
     MultigetReport(CALENDAR_MULTIGET, CalendarCollection, CalendarPropRequest),
     FreeBusyQueryReport(),
     SyncCollectionReport(CalendarCollection),
-):
-    register_report(_report)
+)

@@ -28,7 +28,6 @@ from oxidav.contacts import BookInfo
 from oxidav.contacts.store import DEFAULT_BOOK_URI
 from oxidav.db import Database
 from oxidav.environ import ENVIRON_BOOKS
-from oxidav.providers.carddav import reports as contacts_reports
 from oxidav.providers.carddav import writes as addressbook_writes
 from oxidav.providers.carddav.context import CardDavPath, ContactsBackend
 from oxidav.providers.carddav.resources import (
@@ -39,9 +38,6 @@ from oxidav.providers.carddav.resources import (
     VirtualCollection,
 )
 from oxidav.settings import Settings
-
-#: The CardDAV reports register themselves on import; the provider needs them.
-REPORTS = contacts_reports.REPORT_NAMES
 
 
 class AddressbooksProvider(DAVProvider):  # type: ignore[misc]

@@ -21,7 +21,7 @@ from oxidav.providers.carddav.context import C, dav_error
 from oxidav.providers.carddav.props import PropRequest
 from oxidav.providers.carddav.resources import AddressBookCollection
 from oxidav.providers.dav.reports import MultigetReport, matches_response
-from oxidav.providers.dav.request_server import register_report
+from oxidav.providers.dav.request_server import Report
 from oxidav.providers.dav.sync_report import SyncCollectionReport
 
 ADDRESSBOOK_QUERY = C + "addressbook-query"
@@ -67,9 +67,9 @@ class AddressbookQueryReport:
 
 REPORT_NAMES = (ADDRESSBOOK_QUERY, ADDRESSBOOK_MULTIGET, SyncCollectionReport.name)
 
-for _report in (
+#: The REPORTs of CardDAV (``make_app`` hands them to the request server).
+REPORTS: tuple[Report, ...] = (
     AddressbookQueryReport(),
     MultigetReport(ADDRESSBOOK_MULTIGET, AddressBookCollection, PropRequest),
     SyncCollectionReport(AddressBookCollection),
-):
-    register_report(_report)
+)

@@ -1,9 +1,10 @@
 """oxidav's RequestServer: WsgiDAV's, plus the methods WsgiDAV lacks (REPORT first of all).
 
 WsgiDAV answers 405 for any method it does not know before a provider hook runs, so new methods
-are added here (wsgidav.md §2.4 B). Reports are registered, not hard-coded: a room contributes
-a ``Report`` and calls ``register_report``; ``supported-report-set`` is computed from the
-registry.
+are added here (wsgidav.md §2.4 B). The REPORTs and the SEARCH handler are not hard-coded nor
+registered at import: ``make_app`` lists them in a ``DavExtensions``, which the resolver hands to
+each request server, and ``supported-report-set`` is computed from it (two applications in one
+process answer what each was given).
 
 Collections with a request body are made the same way for MKCALENDAR (RFC 4791 §5.3.1) and
 extended MKCOL (RFC 5689 §3): the parent collection creates the child if it implements
@@ -19,7 +20,7 @@ clients check that a WebDAV URL works by GETting it, and Nextcloud answers them 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from lxml import etree
@@ -36,6 +37,7 @@ from wsgidav.dav_error import (
 )
 from wsgidav.request_server import RequestServer
 
+from oxidav.environ import ENVIRON_DAV_EXTENSIONS
 from oxidav.providers.dav.propfind import propfind
 from oxidav.providers.dav.xml_input import XmlInput, replace_body, request_xml
 
@@ -82,21 +84,30 @@ class Report(Protocol):
         ...
 
 
-REPORTS: dict[str, Report] = {}
+#: The SEARCH (RFC 5323) handler: ``handler(server, environ, start_response, body)``.
+SearchHandler = Callable[["OxiRequestServer", dict[str, Any], Any, etree._Element], Iterable[bytes]]
 
 
-def register_report(report: Report) -> None:
-    """Add ``report``. Several rooms may register a report of the same name (calendars and
-    address books both answer DAV:sync-collection): the first that applies answers.
-    Registering the same object again is a no-op."""
-    existing = REPORTS.get(report.name)
-    if existing is None:
-        REPORTS[report.name] = report
-        return
-    known = existing.reports if isinstance(existing, _FirstApplicable) else (existing,)
-    if any(r is report for r in known):
-        return
-    REPORTS[report.name] = _FirstApplicable(report.name, (*known, report))
+class DavExtensions:
+    """The REPORTs and the SEARCH handler (None: SEARCH is 405) of one application.
+
+    Several reports may share a name (calendars and address books both answer
+    DAV:sync-collection): the first listed that applies to the resource answers."""
+
+    def __init__(self, reports: Iterable[Report] = (), search: SearchHandler | None = None) -> None:
+        self.reports: dict[str, Report] = {}
+        self.search = search
+        for report in reports:
+            existing = self.reports.get(report.name)
+            if existing is None:
+                self.reports[report.name] = report
+                continue
+            known = existing.reports if isinstance(existing, _FirstApplicable) else (existing,)
+            self.reports[report.name] = _FirstApplicable(report.name, (*known, report))
+
+    def supported(self, resource: Any) -> list[str]:
+        """Clark names of the reports that apply to ``resource``."""
+        return [name for name, report in self.reports.items() if report.applies_to(resource)]
 
 
 class _FirstApplicable:
@@ -125,25 +136,23 @@ class _FirstApplicable:
         return report.handle(server, environ, start_response, resource, body)
 
 
-#: The SEARCH (RFC 5323) handler, registered by a room (oxidav.nextcloud.search); none: 405.
-#: Called as ``handler(server, environ, start_response, body)``.
-SEARCH_HANDLERS: list[Any] = []
-
-
-def register_search(handler: Any) -> None:
-    """Install ``handler`` as the one SEARCH handler (idempotent)."""
-    SEARCH_HANDLERS[:] = [handler]
-
-
 def supported_reports(resource: Any) -> list[str]:
-    """Clark names of the reports that apply to ``resource``."""
-    return [name for name, report in REPORTS.items() if report.applies_to(resource)]
+    """Clark names of the reports that apply to ``resource`` in the application serving its
+    request (none outside one)."""
+    extensions = resource.environ.get(ENVIRON_DAV_EXTENSIONS)
+    return extensions.supported(resource) if isinstance(extensions, DavExtensions) else []
 
 
 class OxiRequestServer(RequestServer):  # type: ignore[misc]
-    def __init__(self, dav_provider: Any, xml_input: XmlInput | None = None) -> None:
+    def __init__(
+        self,
+        dav_provider: Any,
+        xml_input: XmlInput | None = None,
+        extensions: DavExtensions | None = None,
+    ) -> None:
         super().__init__(dav_provider)
         self._xml_input = xml_input or XmlInput()
+        self._extensions = extensions or DavExtensions()
         self._possible_methods.append("REPORT")
         self._possible_methods.append("SEARCH")
         if not dav_provider.is_readonly():
@@ -152,11 +161,15 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         """Read (bounded) and check the XML body before any handler runs (``xml_input``)."""
         self._xml_input.prepare(environ)
+        environ[ENVIRON_DAV_EXTENSIONS] = self._extensions
         yield from super().__call__(environ, start_response)
 
     def do_OPTIONS(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         result: Iterable[bytes] = super().do_OPTIONS(
-            environ, _options_headers(start_response, self._possible_methods)
+            environ,
+            _options_headers(
+                start_response, self._possible_methods, self._extensions.search is not None
+            ),
         )
         return result
 
@@ -238,10 +251,11 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
 
     def do_SEARCH(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         """RFC 5323 SEARCH, answered by the registered handler."""
-        if not SEARCH_HANDLERS:
+        search = self._extensions.search
+        if search is None:
             raise DAVError(HTTP_METHOD_NOT_ALLOWED)
         body = request_xml(environ)
-        result: Iterable[bytes] = SEARCH_HANDLERS[0](self, environ, start_response, body)
+        result: Iterable[bytes] = search(self, environ, start_response, body)
         return result
 
     def do_REPORT(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
@@ -249,7 +263,7 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         if resource is None:
             raise DAVError(HTTP_NOT_FOUND)
         body = request_xml(environ)
-        report = REPORTS.get(body.tag)
+        report = self._extensions.reports.get(body.tag)
         if report is None or not report.applies_to(resource):
             raise DAVError(
                 403, "Unsupported report", err_condition=_precondition("supported-report")
@@ -283,7 +297,7 @@ def _merge_list(existing: str, extra: Iterable[str]) -> str:
     return ", ".join(items)
 
 
-def _options_headers(start_response: Any, methods: list[str]) -> Any:
+def _options_headers(start_response: Any, methods: list[str], searchable: bool) -> Any:
     """Wrap ``start_response`` so OPTIONS lists the server's DAV extensions and the methods
     WsgiDAV does not know (REPORT, MKCALENDAR) in ``DAV`` and ``Allow``."""
 
@@ -293,10 +307,10 @@ def _options_headers(start_response: Any, methods: list[str]) -> Any:
             if key.lower() == "dav":
                 value = _merge_list(value, DAV_EXTENSIONS)
             elif key.lower() == "allow":
-                extra = ("REPORT", "MKCALENDAR", *(("SEARCH",) if SEARCH_HANDLERS else ()))
+                extra = ("REPORT", "MKCALENDAR", *(("SEARCH",) if searchable else ()))
                 value = _merge_list(value, [m for m in extra if m in methods])
             result.append((key, value))
-        if SEARCH_HANDLERS:
+        if searchable:
             result.append(("DASL", "<DAV:basicsearch>"))  # RFC 5323 §3.2
         return start_response(status, result, exc_info)
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError, DAVErrorCondition
 
-from oxidav.authz.authn.credential_cache import Principal
+from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.collections import CollectionAccess, Reach, SharedCollections
 from oxidav.authz.grants.decision import Decision
 from oxidav.authz.grants.resources import Resource, ResourceKind

@@ -3,8 +3,8 @@
 A collection takes part by implementing ``SyncCollection``: the change log answers "what
 changed since this token" (``oxidav.sync``), the collection answers the properties of the
 members that are still there, a batch at a time. The report itself knows neither calendars
-nor address books; register it once per room, each with its own resource type (the registry
-picks the one that applies).
+nor address books; each room lists one with its own resource type, and ``DavExtensions`` picks
+the one that applies.
 
 The answer is streamed (``multistatus``): members are loaded a batch of changes at a time,
 ``CONTENT_BATCH`` when their content (calendar-data, address-data) is asked for, so a first

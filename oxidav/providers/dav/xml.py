@@ -85,7 +85,7 @@ def resourcetype(*kinds: str) -> etree._Element:
 
 
 def supported_report_set(resource: Any) -> etree._Element:
-    """DAV:supported-report-set (RFC 3253 §3.1.5): the registered reports that apply."""
+    """DAV:supported-report-set (RFC 3253 §3.1.5): the application's reports that apply."""
     element = etree.Element(SUPPORTED_REPORT_SET)
     for name in supported_reports(resource):
         report = etree.SubElement(
