@@ -21,12 +21,12 @@ from typing import Any
 import icalendar
 from icalendar.prop import vCategory
 
-from oxidav.calendars.collations import text_matches
 from oxidav.calendars.filters import CompFilter, ParamFilter, PropFilter, TextMatch, TimeRange
 from oxidav.calendars.recurrence import Instance, instances, max_duration, single_instance
 from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget
 from oxidav.calendars.timerange import alarm_overlaps, instance_overlaps, property_overlaps
 from oxidav.calendars.timeutil import FLOATING_SLACK
+from oxidav.collation import text_matches
 
 #: At most this many instances of one object are examined for one comp-filter.
 MAX_INSTANCES = 100_000

@@ -13,7 +13,6 @@ from datetime import datetime
 
 from lxml import etree
 
-from oxidav.calendars.collations import DEFAULT_COLLATION, SUPPORTED_COLLATIONS
 from oxidav.calendars.errors import (
     InvalidFilter,
     InvalidTimeRange,
@@ -22,6 +21,8 @@ from oxidav.calendars.errors import (
     caldav,
 )
 from oxidav.calendars.timeutil import parse_utc
+from oxidav.collation import CALDAV_DEFAULT_COLLATION as DEFAULT_COLLATION
+from oxidav.collation import COLLATIONS as SUPPORTED_COLLATIONS
 
 #: Components a time-range may apply to (RFC 4791 §9.9).
 TIMED_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL", "VFREEBUSY", "VALARM"})

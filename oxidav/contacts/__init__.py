@@ -3,7 +3,7 @@
 - ``vcard``: the content-line model (parse / serialize, raw values kept);
 - ``validate``: one vCard with UID and FN, version 3.0 or 4.0, size limit -> ``ParsedCard``;
 - ``convert``: vCard 3.0 <-> 4.0, photos intact;
-- ``collation``, ``index``: text-match collations and the values the card index holds;
+- ``index``: the values the card index holds (folded by ``oxidav.collation``);
 - ``filters``, ``evaluate``, ``prefilter``: the addressbook-query filter, its exact evaluation
   and its SQL pre-filter;
 - ``address_data``: what a client asks to see (version, properties) and rendering it;

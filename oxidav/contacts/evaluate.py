@@ -11,7 +11,7 @@ split at commas, bare 2.1-style parameters counted as TYPE values); negation inv
 
 from __future__ import annotations
 
-from oxidav.contacts.collation import text_matches
+from oxidav.collation import text_matches
 from oxidav.contacts.filters import ALLOF, Filter, ParamFilter, PropFilter, TextMatch
 from oxidav.contacts.index import match_value
 from oxidav.contacts.vcard import Property, VCard

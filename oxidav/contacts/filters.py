@@ -13,12 +13,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from oxidav.contacts.collation import (
-    COLLATIONS,
-    DEFAULT_COLLATION,
-    DEFAULT_MATCH_TYPE,
-    MATCH_TYPES,
-)
+from oxidav.collation import CARDDAV_DEFAULT_COLLATION as DEFAULT_COLLATION
+from oxidav.collation import COLLATIONS, DEFAULT_MATCH_TYPE, MATCH_TYPES
 from oxidav.contacts.errors import (
     CARDDAV_NS,
     BadRequestError,

@@ -8,7 +8,7 @@ evaluation and the card index both use it, so the SQL pre-filter and the evaluat
 
 from __future__ import annotations
 
-from oxidav.contacts.collation import fold
+from oxidav.collation import fold
 from oxidav.contacts.vcard import Property, VCard
 
 #: Properties kept in the card index (a text-match on any other property is evaluated on

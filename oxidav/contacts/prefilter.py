@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import ColumnElement, and_, or_, select
 
-from oxidav.contacts.collation import CONTAINS, ENDS_WITH, EQUALS, STARTS_WITH, fold
+from oxidav.collation import CONTAINS, ENDS_WITH, EQUALS, STARTS_WITH, fold
 from oxidav.contacts.filters import ALLOF, Filter, PropFilter, TextMatch
 from oxidav.contacts.index import INDEXED_PROPERTIES
 from oxidav.db.models.contacts import Card, CardIndex

@@ -6,7 +6,7 @@ import pytest
 from contacts_samples import card
 from lxml import etree
 
-from oxidav.contacts.collation import fold, text_matches
+from oxidav.collation import fold, text_matches
 from oxidav.contacts.errors import (
     BadRequestError,
     UnsupportedCollationError,

@@ -52,7 +52,7 @@ class Card(Base):
 
 class CardIndex(Base):
     """One indexed property instance of a card: ``value`` is its ``i;unicode-casemap`` key
-    (``oxidav.contacts.collation.fold``). ``addressbook_id`` is repeated so that a query
+    (``oxidav.collation.fold``). ``addressbook_id`` is repeated so that a query
     scans the rows of one book and one property through the (book, prop) index."""
 
     __tablename__ = "card_index"
