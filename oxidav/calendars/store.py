@@ -188,21 +188,21 @@ class CalendarStore:
 
     # -- calendars ------------------------------------------------------------------------------
 
-    def list_calendars(self, user_id: int) -> list[CalendarInfo]:
+    def collections(self, user_id: int) -> list[CalendarInfo]:
         with self.db.read() as session:
             rows = session.execute(
                 select(Calendar).where(Calendar.user_id == user_id).order_by(Calendar.id)
             ).scalars()
             return [_calendar_info(row) for row in rows]
 
-    def get_calendar(self, user_id: int, uri: str) -> CalendarInfo | None:
+    def collection(self, user_id: int, uri: str) -> CalendarInfo | None:
         with self.db.read() as session:
             row = session.execute(
                 select(Calendar).where(Calendar.user_id == user_id, Calendar.uri == uri)
             ).scalar_one_or_none()
             return None if row is None else _calendar_info(row)
 
-    def calendars_with_owners(self, ids: Collection[int]) -> list[tuple[CalendarInfo, str]]:
+    def collections_with_owners(self, ids: Collection[int]) -> list[tuple[CalendarInfo, str]]:
         """The calendars with these ids and their owners' user names, by id (one query;
         ids that name no calendar are left out). Lists the calendars shared with someone."""
         if not ids:
@@ -218,14 +218,14 @@ class CalendarStore:
 
     def ensure_default(self, user_id: int) -> list[CalendarInfo]:
         """The user's calendars, creating ``personal`` if the user has none (first use)."""
-        calendars = self.list_calendars(user_id)
+        calendars = self.collections(user_id)
         if calendars:
             return calendars
         with contextlib.suppress(AlreadyExists):  # a concurrent request created it
-            self.create_calendar(user_id, DEFAULT_CALENDAR_URI, displayname=DEFAULT_CALENDAR_NAME)
-        return self.list_calendars(user_id)
+            self.create_collection(user_id, DEFAULT_CALENDAR_URI, displayname=DEFAULT_CALENDAR_NAME)
+        return self.collections(user_id)
 
-    def create_calendar(
+    def create_collection(
         self,
         user_id: int,
         uri: str,
@@ -263,7 +263,7 @@ class CalendarStore:
         except IntegrityError:
             raise AlreadyExists(f"calendar {uri!r} exists") from None
 
-    def update_calendar(self, calendar_id: int, **changes: Any) -> CalendarInfo:
+    def update_collection(self, calendar_id: int, **changes: Any) -> CalendarInfo:
         """PROPPATCH of displayname, description, color, sort_order, timezone, components."""
         allowed = {"displayname", "description", "color", "sort_order", "timezone", "components"}
         if set(changes) - allowed:
@@ -279,7 +279,7 @@ class CalendarStore:
             session.flush()
             return _calendar_info(row)
 
-    def delete_calendar(self, calendar_id: int) -> None:
+    def delete_collection(self, calendar_id: int) -> None:
         with self.db.write() as session:
             session.execute(delete(CalendarObject).where(CalendarObject.calendar_id == calendar_id))
             session.execute(delete(Calendar).where(Calendar.id == calendar_id))
@@ -293,9 +293,14 @@ class CalendarStore:
                 current_token(session, SYNC_KIND, calendar_id),
             )
 
+    def sync_token(self, calendar_id: int) -> str:
+        """The calendar's current DAV:sync-token."""
+        with self.db.read() as session:
+            return current_token(session, SYNC_KIND, calendar_id)
+
     # -- objects --------------------------------------------------------------------------------
 
-    def list_objects(self, calendar_id: int) -> list[ObjectInfo]:
+    def objects(self, calendar_id: int) -> list[ObjectInfo]:
         with self.db.read() as session:
             rows = session.execute(
                 select(*_INFO_COLUMNS)
@@ -319,11 +324,11 @@ class CalendarStore:
                 found.update({row[0]: ObjectInfo(*row) for row in rows})
         return found
 
-    def get_object(self, calendar_id: int, name: str) -> StoredObject | None:
-        found = self.get_objects(calendar_id, [name])
+    def object(self, calendar_id: int, name: str) -> StoredObject | None:
+        found = self.objects_named(calendar_id, [name])
         return found.get(name)
 
-    def get_objects(self, calendar_id: int, names: Collection[str]) -> dict[str, StoredObject]:
+    def objects_named(self, calendar_id: int, names: Collection[str]) -> dict[str, StoredObject]:
         """The named objects with their data, in batches of 500 names per query."""
         wanted = list(names)
         found: dict[str, StoredObject] = {}
@@ -538,7 +543,9 @@ class CalendarStore:
         """free-busy-query (RFC 4791 §7.10) over one calendar: a VCALENDAR text."""
         return format_freebusy(self.busy_time(calendar, rng, floating), rng)
 
-    def changes(self, calendar_id: int, token: str | None, limit: int | None = None) -> ChangeSet:
+    def changes_since(
+        self, calendar_id: int, token: str | None, limit: int | None = None
+    ) -> ChangeSet:
         """sync-collection (RFC 6578): the changes since ``token`` (all present objects if
         None). Raises ``oxidav.sync.InvalidSyncToken``."""
         with self.db.read() as session:

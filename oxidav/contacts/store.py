@@ -128,21 +128,21 @@ class ContactStore:
 
     # --- address books ---------------------------------------------------------------------
 
-    def books(self, user_id: int) -> list[BookInfo]:
+    def collections(self, user_id: int) -> list[BookInfo]:
         with self.db.read() as session:
             rows = session.execute(
                 select(AddressBook).where(AddressBook.user_id == user_id).order_by(AddressBook.uri)
             ).scalars()
             return [_book(row) for row in rows]
 
-    def book(self, user_id: int, uri: str) -> BookInfo | None:
+    def collection(self, user_id: int, uri: str) -> BookInfo | None:
         with self.db.read() as session:
             row = session.execute(
                 select(AddressBook).where(AddressBook.user_id == user_id, AddressBook.uri == uri)
             ).scalar_one_or_none()
             return None if row is None else _book(row)
 
-    def books_with_owners(self, ids: Iterable[int]) -> list[tuple[BookInfo, str]]:
+    def collections_with_owners(self, ids: Iterable[int]) -> list[tuple[BookInfo, str]]:
         """The address books with these ids and their owners' user names, by id (one query;
         ids that name no book are left out). Lists the books shared with someone."""
         wanted = sorted(set(ids))
@@ -157,16 +157,16 @@ class ContactStore:
             ).all()
             return [(_book(row), str(username)) for row, username in rows]
 
-    def ensure_default_book(self, user_id: int) -> list[BookInfo]:
+    def ensure_default(self, user_id: int) -> list[BookInfo]:
         """The user's books, creating ``contacts`` first if the user has none (DESIGN §4)."""
-        books = self.books(user_id)
+        books = self.collections(user_id)
         if books:
             return books
         with contextlib.suppress(BookExistsError):  # created by a concurrent request
-            self.create_book(user_id, DEFAULT_BOOK_URI, DEFAULT_BOOK_NAME)
-        return self.books(user_id)
+            self.create_collection(user_id, DEFAULT_BOOK_URI, DEFAULT_BOOK_NAME)
+        return self.collections(user_id)
 
-    def create_book(
+    def create_collection(
         self, user_id: int, uri: str, displayname: str = "", description: str = ""
     ) -> BookInfo:
         """Create an address book (RFC 6352 §6.3.1); ``BookExistsError`` if ``uri`` is taken."""
@@ -182,7 +182,7 @@ class ContactStore:
         except IntegrityError:
             raise BookExistsError(f"address book {uri!r} already exists") from None
 
-    def update_book(
+    def update_collection(
         self, book_id: int, *, displayname: str | None = None, description: str | None = None
     ) -> BookInfo:
         """Change the DAV:displayname / CARDDAV:addressbook-description (PROPPATCH)."""
@@ -197,7 +197,7 @@ class ContactStore:
             session.flush()
             return _book(row)
 
-    def delete_book(self, book_id: int) -> None:
+    def delete_collection(self, book_id: int) -> None:
         """Delete an address book with all its cards and its change log."""
         with self.db.write() as session:
             session.execute(delete(CardIndex).where(CardIndex.addressbook_id == book_id))
@@ -212,14 +212,16 @@ class ContactStore:
         with self.db.read() as session:
             return sync.current_token(session, SYNC_KIND, book_id)
 
-    def changes_since(self, book_id: int, token: str | None, limit: int | None) -> sync.ChangeSet:
+    def changes_since(
+        self, book_id: int, token: str | None, limit: int | None = None
+    ) -> sync.ChangeSet:
         """What changed after ``token``; raises ``sync.InvalidSyncToken``."""
         with self.db.read() as session:
             return sync.changes_since(session, SYNC_KIND, book_id, token, limit)
 
     # --- cards -----------------------------------------------------------------------------
 
-    def cards(self, book_id: int) -> list[CardInfo]:
+    def objects(self, book_id: int) -> list[CardInfo]:
         """Metadata of every card, by name (one query; a PROPFIND Depth 1 page)."""
         with self.db.read() as session:
             rows = session.execute(
@@ -227,18 +229,18 @@ class ContactStore:
             )
             return [CardInfo(*row) for row in rows]
 
-    def card_count(self, book_id: int) -> int:
+    def object_count(self, book_id: int) -> int:
         with self.db.read() as session:
             count = session.execute(
                 select(func.count()).select_from(Card).where(Card.addressbook_id == book_id)
             ).scalar_one()
             return int(count)
 
-    def card(self, book_id: int, name: str) -> StoredCard | None:
-        found = self.cards_by_name(book_id, [name])
+    def object(self, book_id: int, name: str) -> StoredCard | None:
+        found = self.objects_named(book_id, [name])
         return found.get(name)
 
-    def cards_by_name(self, book_id: int, names: Iterable[str]) -> dict[str, StoredCard]:
+    def objects_named(self, book_id: int, names: Iterable[str]) -> dict[str, StoredCard]:
         """The named cards that exist (addressbook-multiget), in batches of one query each."""
         wanted = list(dict.fromkeys(names))
         found: dict[str, StoredCard] = {}
@@ -254,7 +256,7 @@ class ContactStore:
                     found[row.name] = StoredCard(*row)
         return found
 
-    def put_card(
+    def put_object(
         self,
         book_id: int,
         name: str,
@@ -341,7 +343,7 @@ class ContactStore:
             ).scalar_one_or_none()
             return None if name is None else str(name)
 
-    def delete_card(self, book_id: int, name: str, conditions: Conditions | None = None) -> bool:
+    def delete_object(self, book_id: int, name: str, conditions: Conditions | None = None) -> bool:
         """Delete card ``name``; False if there is none (``conditions`` are checked first, so
         ``If-Match`` on a missing card raises ``PreconditionFailedError``)."""
         with self.db.write() as session:
@@ -357,7 +359,7 @@ class ContactStore:
             self._remove(session, book_id, name)
             return True
 
-    def copy_card(
+    def copy_object(
         self,
         source: tuple[int, str],
         target: tuple[int, str],

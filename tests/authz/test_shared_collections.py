@@ -338,7 +338,7 @@ def test_home_listing_costs_the_same_for_two_or_ten_shared_calendars(server: Liv
     with server.services.db.read() as session:
         alice = user_id(session, "alice")
     for i in range(10):
-        store.create_calendar(alice, f"c{i}", displayname=f"C{i}")
+        store.create_collection(alice, f"c{i}", displayname=f"C{i}")
     counter = StatementCounter(server.services.db)
     props = "<d:displayname/><d:resourcetype/><d:current-user-privilege-set/><d:owner/>"
     selects = []

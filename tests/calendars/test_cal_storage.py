@@ -34,33 +34,33 @@ def test_default_calendar_is_created_once(store: CalendarStore) -> None:
     first = store.ensure_default(1)
     assert [c.uri for c in first] == ["personal"]
     assert store.ensure_default(1) == first
-    assert store.list_calendars(2) == []
+    assert store.collections(2) == []
     assert first[0].components == ("VEVENT", "VTODO", "VJOURNAL")
 
 
 def test_create_update_delete_calendar(store: CalendarStore) -> None:
-    cal = store.create_calendar(
+    cal = store.create_collection(
         1, "work", displayname="Work", color="#ff0000ff", components=["VEVENT"]
     )
-    assert store.get_calendar(1, "work") == cal
-    assert store.get_calendar(2, "work") is None
+    assert store.collection(1, "work") == cal
+    assert store.collection(2, "work") is None
     with pytest.raises(errors.AlreadyExists):
-        store.create_calendar(1, "work")
-    store.create_calendar(2, "work")  # same name, other user
-    updated = store.update_calendar(cal.id, displayname="Job", sort_order=3)
+        store.create_collection(1, "work")
+    store.create_collection(2, "work")  # same name, other user
+    updated = store.update_collection(cal.id, displayname="Job", sort_order=3)
     assert (updated.displayname, updated.sort_order, updated.color) == ("Job", 3, "#ff0000ff")
     store.put_object(cal, "a.ics", ev("a"))
-    store.delete_calendar(cal.id)
-    assert store.get_calendar(1, "work") is None
-    assert store.get_object(cal.id, "a.ics") is None
+    store.delete_collection(cal.id)
+    assert store.collection(1, "work") is None
+    assert store.object(cal.id, "a.ics") is None
 
 
 def test_put_get_delete_with_etags(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c")
+    cal = store.create_collection(1, "c")
     seq0, token0 = store.sync_state(cal.id)
     created = store.put_object(cal, "a.ics", ev("a"))
     assert created.created
-    got = store.get_object(cal.id, "a.ics")
+    got = store.object(cal.id, "a.ics")
     assert got is not None and got.data == ev("a").decode() and got.etag == created.etag
     assert got.uid == "a" and got.component_type == "VEVENT"
     # Overwrite with If-Match.
@@ -81,12 +81,12 @@ def test_put_get_delete_with_etags(store: CalendarStore) -> None:
     store.delete_object(cal.id, "a.ics", if_match=[updated.etag])
     with pytest.raises(errors.NotFound):
         store.delete_object(cal.id, "a.ics")
-    assert [o.name for o in store.list_objects(cal.id)] == ["new.ics"]
+    assert [o.name for o in store.objects(cal.id)] == ["new.ics"]
 
 
 def test_uid_conflicts(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c")
-    other = store.create_calendar(1, "d")
+    cal = store.create_collection(1, "c")
+    other = store.create_collection(1, "d")
     store.put_object(cal, "a.ics", ev("same"))
     with pytest.raises(errors.UidConflict) as info:
         store.put_object(cal, "b.ics", ev("same"))
@@ -97,7 +97,7 @@ def test_uid_conflicts(store: CalendarStore) -> None:
 
 
 def test_put_validates(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c", components=["VTODO"])
+    cal = store.create_collection(1, "c", components=["VTODO"])
     with pytest.raises(errors.UnsupportedComponent):
         store.put_object(cal, "a.ics", ev("a"))
     with pytest.raises(errors.ResourceTooLarge):
@@ -106,11 +106,11 @@ def test_put_validates(store: CalendarStore) -> None:
         store.put_object(cal, "a.ics", b"BEGIN:VCALENDAR\r\nEND:VCALENDAR")
     with pytest.raises(errors.InvalidCalendarData):
         store.put_object(cal, "a.ics", b"BEGIN:VCALENDAR\r\nBEGIN:VTODO")
-    assert store.list_objects(cal.id) == []
+    assert store.objects(cal.id) == []
 
 
 def test_query_prefilters_in_sql_and_checks_exactly(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c")
+    cal = store.create_collection(1, "c")
     store.put_object(cal, "early.ics", ev("early", "20260101T100000Z"))
     store.put_object(cal, "hit.ics", ev("hit", "20260105T100000Z"))
     store.put_object(
@@ -144,7 +144,7 @@ def test_query_prefilters_in_sql_and_checks_exactly(store: CalendarStore) -> Non
 
 
 def test_free_busy(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c")
+    cal = store.create_collection(1, "c")
     store.put_object(cal, "a.ics", ev("a", "20260105T100000Z"))
     text = store.free_busy(
         cal, TimeRange(datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC))
@@ -153,36 +153,36 @@ def test_free_busy(store: CalendarStore) -> None:
 
 
 def test_sync_changes(store: CalendarStore) -> None:
-    cal = store.create_calendar(1, "c")
+    cal = store.create_collection(1, "c")
     store.put_object(cal, "a.ics", ev("a"))
     store.put_object(cal, "b.ics", ev("b"))
-    initial = store.changes(cal.id, None)
+    initial = store.changes_since(cal.id, None)
     assert [c.name for c in initial.changes] == ["a.ics", "b.ics"]
     assert set(store.object_infos(cal.id, ["a.ics", "b.ics", "x.ics"])) == {"a.ics", "b.ics"}
     store.put_object(cal, "a.ics", ev("a", "20260107T100000Z"))
     store.delete_object(cal.id, "b.ics")
     store.put_object(cal, "c.ics", ev("c"))
-    delta = store.changes(cal.id, initial.token)
+    delta = store.changes_since(cal.id, initial.token)
     assert [(c.name, c.kind) for c in delta.changes] == [
         ("a.ics", "modified"),
         ("b.ics", "removed"),
         ("c.ics", "added"),
     ]
-    assert set(store.get_objects(cal.id, ["a.ics", "b.ics", "c.ics"])) == {"a.ics", "c.ics"}
+    assert set(store.objects_named(cal.id, ["a.ics", "b.ics", "c.ics"])) == {"a.ics", "c.ics"}
     with pytest.raises(InvalidSyncToken):
-        store.changes(cal.id, "http://oxidav.org/ns/sync/calendar-999-abc/1")
+        store.changes_since(cal.id, "http://oxidav.org/ns/sync/calendar-999-abc/1")
 
 
 def test_transfer_moves_and_copies_with_preconditions(store: CalendarStore) -> None:
-    work = store.create_calendar(1, "work")
-    home = store.create_calendar(1, "home", components=["VTODO"])
-    other = store.create_calendar(1, "other")
+    work = store.create_collection(1, "work")
+    home = store.create_collection(1, "home", components=["VTODO"])
+    other = store.create_collection(1, "other")
     store.put_object(work, "a.ics", ev("a"))
-    token = store.changes(work.id, None).token
+    token = store.changes_since(work.id, None).token
     # Renaming within a calendar keeps the UID; the log shows removal + addition.
     assert store.transfer(work, "a.ics", work, "b.ics", move=True).created
-    assert [o.name for o in store.list_objects(work.id)] == ["b.ics"]
-    assert [(c.name, c.kind) for c in store.changes(work.id, token).changes] == [
+    assert [o.name for o in store.objects(work.id)] == ["b.ics"]
+    assert [(c.name, c.kind) for c in store.changes_since(work.id, token).changes] == [
         ("a.ics", "removed"),
         ("b.ics", "added"),
     ]
@@ -199,9 +199,9 @@ def test_transfer_moves_and_copies_with_preconditions(store: CalendarStore) -> N
         store.transfer(work, "x.ics", other, "b.ics", move=True, overwrite=False)
     result = store.transfer(work, "x.ics", other, "b.ics", move=True)
     assert not result.created
-    got = store.get_object(other.id, "b.ics")
+    got = store.object(other.id, "b.ics")
     assert got is not None and got.uid == "x"
-    assert [o.name for o in store.list_objects(work.id)] == ["b.ics"]
+    assert [o.name for o in store.objects(work.id)] == ["b.ics"]
     with pytest.raises(errors.NotFound):
         store.transfer(work, "nope.ics", other, "n.ics", move=True)
 
@@ -209,7 +209,7 @@ def test_transfer_moves_and_copies_with_preconditions(store: CalendarStore) -> N
 def test_concurrent_puts_of_one_uid_leave_one_object(store: CalendarStore) -> None:
     import threading
 
-    cal = store.create_calendar(1, "race")
+    cal = store.create_collection(1, "race")
     barrier = threading.Barrier(4)
     outcomes: list[str] = []
 
@@ -227,5 +227,5 @@ def test_concurrent_puts_of_one_uid_leave_one_object(store: CalendarStore) -> No
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["conflict", "conflict", "conflict", "stored"]
-    assert len(store.list_objects(cal.id)) == 1
-    assert len(store.changes(cal.id, None).changes) == 1
+    assert len(store.objects(cal.id)) == 1
+    assert len(store.changes_since(cal.id, None).changes) == 1

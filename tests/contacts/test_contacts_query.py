@@ -57,7 +57,7 @@ def fill(store: ContactStore, book_id: int) -> None:
         ("dave", "dave_100%", ("d_100%@x.test",), (), "3.0"),
     ]
     for uid, fn, emails, tels, version in people:
-        store.put_card(
+        store.put_object(
             book_id, f"{uid}.vcf", card(uid, fn, version=version, emails=emails, tels=tels)
         )
 
@@ -67,7 +67,7 @@ def names(result) -> list[str]:
 
 
 def test_queries(store: ContactStore, user: int) -> None:
-    book = store.create_book(user, "q")
+    book = store.create_collection(user, "q")
     fill(store, book.id)
     q = lambda body, test="anyof", limit=None: names(store.query(book.id, flt(body, test), limit))  # noqa: E731
     assert q("") == ["alice.vcf", "bob.vcf", "carol.vcf", "dave.vcf"]
@@ -94,7 +94,7 @@ def test_queries(store: ContactStore, user: int) -> None:
 
 
 def test_limit_truncates(store: ContactStore, user: int) -> None:
-    book = store.create_book(user, "q")
+    book = store.create_collection(user, "q")
     fill(store, book.id)
     result = store.query(book.id, flt(""), limit=2)
     assert names(result) == ["alice.vcf", "bob.vcf"] and result.truncated
@@ -107,12 +107,12 @@ def test_limit_truncates(store: ContactStore, user: int) -> None:
 def test_prefilter_selects_only_candidates(
     store: ContactStore, user: int, database: Database
 ) -> None:
-    book = store.create_book(user, "q")
-    other = store.create_book(user, "other")
+    book = store.create_collection(user, "q")
+    other = store.create_collection(user, "other")
     fill(store, book.id)
     fill(store, other.id)
     for i in range(50):
-        store.put_card(
+        store.put_object(
             book.id, f"n{i}.vcf", card(f"n{i}", f"Filler {i}", emails=(f"f{i}@filler.test",))
         )
     clause = prefilter_clause(book.id, flt(pf("EMAIL", tm("example"))))
@@ -181,7 +181,7 @@ def random_filter(rng: random.Random) -> str:
 
 def test_prefilter_never_loses_a_match(store: ContactStore, user: int) -> None:
     rng = random.Random(6352)
-    book = store.create_book(user, "r")
+    book = store.create_collection(user, "r")
     texts = {}
     for i in range(40):
         emails = tuple(random_text(rng, rng.randint(1, 6)) for _ in range(rng.randint(0, 2)))
@@ -194,7 +194,7 @@ def test_prefilter_never_loses_a_match(store: ContactStore, user: int) -> None:
             tels=(random_text(rng, 3),) if rng.random() < 0.5 else (),
             extra=extra,
         )
-        store.put_card(book.id, f"r{i:02}.vcf", text)
+        store.put_object(book.id, f"r{i:02}.vcf", text)
         texts[f"r{i:02}.vcf"] = parse_vcards(text)[0]
     for _ in range(150):
         body, test = random_filter(rng), rng.choice(["anyof", "allof"])

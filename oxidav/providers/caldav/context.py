@@ -74,24 +74,20 @@ class CalDavPath:
         return f"/{self.user}/{self.calendar}/"
 
 
-class CalendarBackend(HomeBackend):
-    """The calendar store and user lookups of one provider instance."""
+class CalendarBackend(HomeBackend[CalendarStore]):
+    """The calendar store and user lookups of one provider instance (a new home gets
+    ``personal``)."""
 
     def __init__(self, db: Database, settings: Settings) -> None:
-        super().__init__(db, settings)
-        self.store = CalendarStore(
-            db,
-            max_resource_bytes=settings.max_resource_bytes,
-            recurrence=RecurrenceLimits(
-                min_interval=settings.caldav_min_recurrence_interval,
-                max_instances=settings.caldav_max_instances,
-                max_work=settings.caldav_max_recurrence_work,
-            ),
+        recurrence = RecurrenceLimits(
+            min_interval=settings.caldav_min_recurrence_interval,
+            max_instances=settings.caldav_max_instances,
+            max_work=settings.caldav_max_recurrence_work,
         )
-
-    def create_default(self, user_id: int) -> None:
-        """``personal``, if the user has no calendar at all (DESIGN §4)."""
-        self.store.ensure_default(user_id)
+        store = CalendarStore(
+            db, max_resource_bytes=settings.max_resource_bytes, recurrence=recurrence
+        )
+        super().__init__(db, settings, store)
 
 
 def dav_error(exc: Exception, href_of: Any = None) -> DAVError:

@@ -104,7 +104,7 @@ def component_set(element: etree._Element) -> list[str]:
 
 
 def collection_settings(body: etree._Element | None, *, extended_mkcol: bool) -> dict[str, Any]:
-    """``create_calendar`` keyword arguments from an MKCALENDAR or extended MKCOL body.
+    """``create_collection`` keyword arguments from an MKCALENDAR or extended MKCOL body.
 
     For extended MKCOL the resourcetype must name a calendar (else DAV:valid-resourcetype).
     Properties the server does not keep are ignored."""

@@ -61,11 +61,11 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         )
         key = (user_id, uri)
         if key not in cache:
-            info = self.backend.store.get_calendar(user_id, uri)
+            info = self.backend.store.collection(user_id, uri)
             if info is None and uri == DEFAULT_CALENDAR_URI:
                 # The default calendar exists from the first look at it (DESIGN §4).
                 self.backend.store.ensure_default(user_id)
-                info = self.backend.store.get_calendar(user_id, uri)
+                info = self.backend.store.collection(user_id, uri)
             cache[key] = info
         return cache[key]
 

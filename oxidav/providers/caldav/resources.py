@@ -127,7 +127,7 @@ class CalendarHome(CalDavCollection):
         if access is None:
             return []
         rows = reachable_rows(
-            access, ResourceKind.CALENDAR, self.backend.store.calendars_with_owners, taken
+            access, ResourceKind.CALENDAR, self.backend.store.collections_with_owners, taken
         )
         return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
 
@@ -141,7 +141,7 @@ class CalendarHome(CalDavCollection):
         owner = self.backend.user(owner_name)
         if owner is None or owner.id == self.user.id:
             return None
-        info = self.backend.store.get_calendar(owner.id, uri)
+        info = self.backend.store.collection(owner.id, uri)
         if info is None:
             return None
         reach = access.visible(Resource.calendar(info.id, owner.id))
@@ -166,7 +166,7 @@ class CalendarHome(CalDavCollection):
 
     def _create(self, name: str, settings: dict[str, Any]) -> None:
         try:
-            self.backend.store.create_calendar(self.user.id, name, **settings)
+            self.backend.store.create_collection(self.user.id, name, **settings)
         except AlreadyExists:
             raise DAVError(405, "the calendar already exists") from None
         except ValueError as exc:
@@ -225,7 +225,7 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
 
     def load_sync_token(self) -> str:
         # The CTag and the sync-token both change with every object change (RFC 6578 §4).
-        return self.backend.store.sync_state(self.info.id)[1]
+        return self.backend.store.sync_token(self.info.id)
 
     def _component_set(self) -> etree._Element:
         element = etree.Element(SUPPORTED_COMPONENT_SET)
@@ -241,15 +241,15 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         return CalendarObjectResource(self.member_path(row.name), self.environ, self, row)
 
     def load_rows(self) -> list[ObjectInfo]:
-        return self.backend.store.list_objects(self.info.id)
+        return self.backend.store.objects(self.info.id)
 
     def load_row(self, name: str) -> ObjectInfo | None:
-        return self.backend.store.get_object(self.info.id, name)
+        return self.backend.store.object(self.info.id, name)
 
     def handle_delete(self) -> bool:
         """DELETE of the calendar: its objects, change log and shares go with it."""
         forget_shares(self.backend.shares, Resource.calendar(self.info.id, self.info.user_id))
-        self.backend.store.delete_calendar(self.info.id)
+        self.backend.store.delete_collection(self.info.id)
         return True
 
     def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
@@ -261,14 +261,14 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         if dry_run:
             return
         try:
-            self.info = self.backend.store.update_calendar(self.info.id, **{field: setting})
+            self.info = self.backend.store.update_collection(self.info.id, **{field: setting})
         except NotFound:
             raise DAVError(404) from None
 
     # --- SyncCollection (oxidav.providers.dav.sync_report) -------------------------------------
 
     def sync_changes(self, token: str | None, limit: int | None) -> ChangeSet:
-        return self.backend.store.changes(self.info.id, token, limit)
+        return self.backend.store.changes_since(self.info.id, token, limit)
 
     def sync_member_responses(
         self, names: Sequence[str], prop: etree._Element | None
@@ -276,7 +276,7 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
         request = CalendarPropRequest(prop)
         store = self.backend.store
         objects: Mapping[str, ObjectInfo] = (
-            store.get_objects(self.info.id, names)
+            store.objects_named(self.info.id, names)
             if request.wants_data or request.mode != "named"
             else store.object_infos(self.info.id, names)
         )
@@ -285,7 +285,7 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
     # --- MultigetReport (oxidav.providers.dav.reports) ---------------------------------------
 
     def load_members(self, names: Sequence[str]) -> Mapping[str, StoredObject]:
-        return self.backend.store.get_objects(self.info.id, names)
+        return self.backend.store.objects_named(self.info.id, names)
 
     def member_properties(
         self, request: CalendarPropRequest, obj: ObjectInfo
@@ -334,7 +334,7 @@ class CalendarObjectResource(TextObjectResource):
 
     def stored(self) -> StoredObject:
         if self._stored is None:
-            found = self.calendar.backend.store.get_object(self.calendar.info.id, self.row.name)
+            found = self.calendar.backend.store.object(self.calendar.info.id, self.row.name)
             if found is None:
                 raise DAVError(404)
             self._stored = found

@@ -61,16 +61,13 @@ class CardDavPath:
         return f"/users/{self.user}/{self.book}/"
 
 
-class ContactsBackend(HomeBackend):
-    """The contacts store and user lookups of one provider instance."""
+class ContactsBackend(HomeBackend[ContactStore]):
+    """The contacts store and user lookups of one provider instance (a new home gets
+    ``contacts``)."""
 
     def __init__(self, db: Database, settings: Settings) -> None:
-        super().__init__(db, settings)
-        self.store = ContactStore(db, max_resource_bytes=settings.max_resource_bytes)
-
-    def create_default(self, user_id: int) -> None:
-        """``contacts``, if the user has no address book at all (DESIGN §4)."""
-        self.store.ensure_default_book(user_id)
+        store = ContactStore(db, max_resource_bytes=settings.max_resource_bytes)
+        super().__init__(db, settings, store)
 
     def user_id(self, username: str) -> int | None:
         """The id of user ``username`` (None if there is none), cached for a few seconds."""

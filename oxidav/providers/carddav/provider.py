@@ -60,7 +60,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
         cache: dict[tuple[int, str], BookInfo | None] = environ.setdefault(ENVIRON_BOOKS, {})
         key = (user_id, uri)
         if key not in cache:
-            cache[key] = self.backend.store.book(user_id, uri)
+            cache[key] = self.backend.store.collection(user_id, uri)
         return cache[key]
 
     def get_resource_inst(
@@ -117,8 +117,8 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
             book = None if home is None else self._collection(environ, home, target)
             addressbook_writes.authorize_write(environ, book, target.card)
             if method == "PUT":
-                return addressbook_writes.put_card(environ, start_response, book, target.card)
-            return addressbook_writes.delete_card(environ, start_response, book, target.card)
+                return addressbook_writes.put_object(environ, start_response, book, target.card)
+            return addressbook_writes.delete_object(environ, start_response, book, target.card)
         if method in ("COPY", "MOVE") and target.kind == "card":
             return self._copy_or_move(environ, start_response, target, method == "MOVE")
         if method == "MKCOL" and target.kind == "book" and self._visible(environ, target.user):

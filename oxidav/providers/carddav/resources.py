@@ -107,7 +107,7 @@ class AddressBookHome(CardDavCollection):
 
     def books(self) -> list[BookInfo]:
         """The user's own address books."""
-        return self.backend.store.ensure_default_book(self.user_id)
+        return self.backend.store.ensure_default(self.user_id)
 
     def get_member_names(self) -> list[str]:
         return [str(member.name) for member in self.get_member_list()]
@@ -136,7 +136,7 @@ class AddressBookHome(CardDavCollection):
         if access is None:
             return []
         rows = reachable_rows(
-            access, ResourceKind.ADDRESSBOOK, self.backend.store.books_with_owners, taken
+            access, ResourceKind.ADDRESSBOOK, self.backend.store.collections_with_owners, taken
         )
         return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
 
@@ -150,7 +150,7 @@ class AddressBookHome(CardDavCollection):
         owner_id = self.backend.user_id(owner_name)
         if owner_id is None or owner_id == self.user_id:
             return None
-        info = self.backend.store.book(owner_id, uri)
+        info = self.backend.store.collection(owner_id, uri)
         if info is None:
             return None
         reach = access.visible(Resource.addressbook(info.id, owner_id))
@@ -164,7 +164,7 @@ class AddressBookHome(CardDavCollection):
     def create_collection(self, name: str) -> None:
         """A plain MKCOL in the home creates an address book (RFC 5689 MKCOL is preferred)."""
         try:
-            self.backend.store.create_book(self.user_id, name)
+            self.backend.store.create_collection(self.user_id, name)
         except BookExistsError as exc:
             raise dav_error(exc) from None
 
@@ -194,10 +194,10 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         return CardResource(self.member_path(row.name), self.environ, self, row)
 
     def load_rows(self) -> list[CardInfo]:
-        return self.backend.store.cards(self.info.id)
+        return self.backend.store.objects(self.info.id)
 
     def load_row(self, name: str) -> CardInfo | None:
-        return self.backend.store.card(self.info.id, name)
+        return self.backend.store.object(self.info.id, name)
 
     # --- SyncCollection (oxidav.providers.dav.sync_report) -------------------------------------
 
@@ -214,7 +214,7 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
     # --- MultigetReport (oxidav.providers.dav.reports) ---------------------------------------
 
     def load_members(self, names: Sequence[str]) -> Mapping[str, CardInfo]:
-        return self.backend.store.cards_by_name(self.info.id, names)
+        return self.backend.store.objects_named(self.info.id, names)
 
     def member_properties(self, request: PropRequest, card: CardInfo) -> list[tuple[str, Any]]:
         return request.properties(self.member_resource(card))
@@ -224,7 +224,7 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         try:
             resource = Resource.addressbook(self.info.id, self.info.user_id)
             forget_shares(self.backend.shares, resource)
-            self.backend.store.delete_book(self.info.id)
+            self.backend.store.delete_collection(self.info.id)
         except ContactsError as exc:
             raise dav_error(exc) from None
         return True
@@ -240,9 +240,9 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         if dry_run:
             return
         if name == DISPLAYNAME:
-            self.info = self.backend.store.update_book(self.info.id, displayname=text)
+            self.info = self.backend.store.update_collection(self.info.id, displayname=text)
         else:
-            self.info = self.backend.store.update_book(self.info.id, description=text)
+            self.info = self.backend.store.update_collection(self.info.id, description=text)
 
 
 class SharedAddressBook(SharedObjectCollection[ContactsBackend], AddressBookCollection):
@@ -280,7 +280,7 @@ class CardResource(TextObjectResource):
 
     def text(self) -> str:
         if self._text is None:
-            stored = self.book.backend.store.card(self.book.info.id, self.row.name)
+            stored = self.book.backend.store.object(self.book.info.id, self.row.name)
             if stored is None:
                 raise DAVError(404)
             self._text = stored.text

@@ -98,7 +98,7 @@ def authorize_transfer(
         authorize_write({**environ, "REQUEST_METHOD": "PUT"}, target_book, target_name)
 
 
-def put_card(
+def put_object(
     environ: dict[str, Any],
     start_response: StartResponse,
     book: AddressBookCollection | None,
@@ -112,7 +112,7 @@ def put_card(
         if media not in ACCEPTED_CARD_TYPES:
             raise UnsupportedCardError(f"{media} is not a vCard media type")
         body = _decode(read_body(environ, store.max_resource_bytes, CardTooLargeError), charset)
-        result = store.put_card(book.info.id, name, body, parse_conditions(environ))
+        result = store.put_object(book.info.id, name, body, parse_conditions(environ))
     except ContactsError as exc:
         raise dav_error(exc, book.member_href) from None
     status = HTTP_CREATED if result.created else HTTP_NO_CONTENT
@@ -131,7 +131,7 @@ def _decode(body: bytes, charset: str) -> bytes | str:
         raise InvalidCardError(f"the body is not valid {charset} text") from None
 
 
-def delete_card(
+def delete_object(
     environ: dict[str, Any],
     start_response: StartResponse,
     book: AddressBookCollection | None,
@@ -141,7 +141,7 @@ def delete_card(
     if book is None:
         raise DAVError(HTTP_NOT_FOUND)
     try:
-        deleted = book.backend.store.delete_card(book.info.id, name, parse_conditions(environ))
+        deleted = book.backend.store.delete_object(book.info.id, name, parse_conditions(environ))
     except ContactsError as exc:
         raise dav_error(exc) from None
     if not deleted:
@@ -168,7 +168,7 @@ def copy_or_move_card(
         raise DAVError(HTTP_BAD_REQUEST, "invalid destination name")
     overwrite = environ.get("HTTP_OVERWRITE", "T").strip().upper() != "F"
     try:
-        result = source.backend.store.copy_card(
+        result = source.backend.store.copy_object(
             (source.info.id, name), (book.info.id, target_name), move=move, overwrite=overwrite
         )
     except ContactsError as exc:
@@ -196,7 +196,7 @@ def mkcol_book(
         raise DAVError(HTTP_BAD_REQUEST, "invalid address book name")
     displayname, description = _mkcol_properties(request_xml(environ, allow_empty=True))
     try:
-        home.backend.store.create_book(home.user_id, name, displayname or name, description)
+        home.backend.store.create_collection(home.user_id, name, displayname or name, description)
     except BookExistsError:
         raise DAVError(HTTP_METHOD_NOT_ALLOWED, "the address book already exists") from None
     return util.send_status_response(environ, start_response, HTTP_CREATED)  # type: ignore[no-any-return]

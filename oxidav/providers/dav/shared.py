@@ -234,7 +234,7 @@ def _text(tag: str, text: str, parent: etree._Element | None = None) -> etree._E
     return element
 
 
-HomeT = TypeVar("HomeT", bound=HomeBackend)
+HomeT = TypeVar("HomeT", bound=HomeBackend[Any])
 
 
 class SharedObjectCollection(ObjectCollection[HomeT]):

@@ -1,10 +1,10 @@
 """The process-lived backend state of the DAV rooms: user lookups and first-use homes.
 
 ``UserDirectory`` answers "who is user ``name``" from the users table, cached for a few
-seconds (WsgiDAV resolves a path several times per request). ``HomeBackend`` adds the rule of
-DESIGN §4 that a home gets its default collection the first time this process sees it (a room
-implements ``create_default``), and the process-wide ``SharedCollections`` through which the
-room asks which collections of others a user reaches.
+seconds (WsgiDAV resolves a path several times per request). ``HomeBackend`` adds a room's
+store (a ``CollectionStore``), the rule that a home gets its default collection the first time
+this process sees it, and the process-wide ``SharedCollections`` through which the room asks
+which collections of others a user reaches.
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import select
 
 from oxidav.authz.grants.collections import SharedCollections
 from oxidav.db import Database
 from oxidav.db.models.users import User
+from oxidav.providers.dav.store import CollectionStore
 from oxidav.settings import Settings
+
+StoreT = TypeVar("StoreT", bound=CollectionStore[Any, Any, Any])
 
 USER_CACHE_SECONDS = 30.0
 #: More cached users than this and the cache starts over.
@@ -63,12 +67,13 @@ class UserDirectory:
         return record
 
 
-class HomeBackend(UserDirectory):
-    """A room's backend: user lookups, each home prepared once per process, and the
-    collections shared with a user (``oxidav.authz.grants.collections`` decides)."""
+class HomeBackend(UserDirectory, Generic[StoreT]):
+    """A room's backend: its store, user lookups, each home prepared once per process, and
+    the collections shared with a user (``oxidav.authz.grants.collections`` decides)."""
 
-    def __init__(self, db: Database, settings: Settings) -> None:
+    def __init__(self, db: Database, settings: Settings, store: StoreT) -> None:
         super().__init__(db, settings)
+        self.store = store
         self._homes_ready: set[int] = set()
         self.shares = SharedCollections(db)
 
@@ -78,10 +83,9 @@ class HomeBackend(UserDirectory):
         return (user.display_name if user is not None else "") or username
 
     def create_default(self, user_id: int) -> None:
-        """Create the default collection of ``user_id``'s home if the home is empty.
-
-        MUST be idempotent: two threads may both run it for a new home."""
-        raise NotImplementedError
+        """Create the default collection of ``user_id``'s home if the home is empty
+        (idempotent: two threads may both run it for a new home)."""
+        self.store.ensure_default(user_id)
 
     def prepare_home(self, user_id: int) -> None:
         """Give a user the default collection the first time this process sees their home
