@@ -100,8 +100,8 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
     ) -> CalendarCollection | None:
         info = self._calendar(environ, home.user.id, target.calendar)
         if info is not None:
-            return home.calendar_resource(info)
-        return home.shared_calendar(target.calendar)
+            return home.own_resource(info)
+        return home.shared_member(target.calendar)
 
     def _transfer(
         self, environ: dict[str, Any], start_response: Any, source: CalDavPath

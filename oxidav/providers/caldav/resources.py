@@ -14,14 +14,14 @@ query for all the shared calendars' rows.
 from __future__ import annotations
 
 import io
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
 
-from oxidav.authz.grants.collections import CollectionAccess, Reach
+from oxidav.authz.grants.collections import Reach
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.calendars.caldata import CalendarDataRequest, render_calendar_data
 from oxidav.calendars.errors import AlreadyExists, CalendarError, NotFound
@@ -59,13 +59,11 @@ from oxidav.providers.dav.collections import (
     OwnedCollection,
     TextObjectResource,
 )
+from oxidav.providers.dav.home import CollectionHome
 from oxidav.providers.dav.shared import (
     SharedObjectCollection,
     SharedState,
     forget_shares,
-    home_access,
-    parse_shared_name,
-    reachable_rows,
     shared_name,
 )
 from oxidav.providers.dav.users import UserRecord
@@ -96,56 +94,24 @@ class CalendarsRoot(CalDavCollection):
         return [self.owner_name] if self.owner_name else []
 
 
-class CalendarHome(CalDavCollection):
+class CalendarHome(
+    CollectionHome[CalendarBackend, CalendarInfo, "CalendarCollection", "SharedCalendarCollection"],
+    CalDavCollection,
+):
     """``/<user>/``: the calendar home (RFC 4791 §6.2.1); ``personal`` is created on first
-    use (DESIGN §4). New calendars come from MKCALENDAR or extended MKCOL."""
+    use. New calendars come from MKCALENDAR or extended MKCOL."""
+
+    shared_kind = ResourceKind.CALENDAR
 
     def __init__(
         self, path: str, environ: dict[str, Any], backend: CalendarBackend, user: UserRecord
     ) -> None:
-        super().__init__(path, environ, backend, user.username)
+        super().__init__(path, environ, backend, user.username, user.id)
         self.user = user
 
-    def calendars(self) -> list[CalendarInfo]:
-        """The user's own calendars."""
-        return self.backend.store.ensure_default(self.user.id)
-
-    def calendar_resource(self, info: CalendarInfo) -> CalendarCollection:
+    def own_resource(self, info: CalendarInfo) -> CalendarCollection:
         path = f"{self.path.rstrip('/')}/{info.uri}/"
         return CalendarCollection(path, self.environ, self.backend, self.owner_name, info)
-
-    def own_members(self) -> list[CalendarCollection]:
-        return [self.calendar_resource(info) for info in self.calendars()]
-
-    def _access(self) -> CollectionAccess | None:
-        return home_access(self.backend.shares, self.environ, self.user.id)
-
-    def shared_members(self, taken: Collection[str] = ()) -> list[SharedCalendarCollection]:
-        """The calendars of others shared with this user (one query for all of them; names
-        the user's own calendars already use are skipped: their own come first)."""
-        access = self._access()
-        if access is None:
-            return []
-        rows = reachable_rows(
-            access, ResourceKind.CALENDAR, self.backend.store.collections_with_owners, taken
-        )
-        return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
-
-    def shared_calendar(self, name: str) -> SharedCalendarCollection | None:
-        """The shared calendar called ``name`` in this home, if a grant reaches it."""
-        parsed = parse_shared_name(name)
-        access = self._access()
-        if parsed is None or access is None:
-            return None
-        uri, owner_name = parsed
-        owner = self.backend.user(owner_name)
-        if owner is None or owner.id == self.user.id:
-            return None
-        info = self.backend.store.collection(owner.id, uri)
-        if info is None:
-            return None
-        reach = access.visible(Resource.calendar(info.id, owner.id))
-        return None if reach is None else self.shared_resource(info, owner.username, reach)
 
     def shared_resource(
         self, info: CalendarInfo, owner: str, reach: Reach
@@ -155,14 +121,6 @@ class CalendarHome(CalDavCollection):
             reach, owner, f"{calendar_home_href(owner)}{info.uri}/", (C + "read-free-busy",)
         )
         return SharedCalendarCollection(path, self.environ, self.backend, owner, info, state)
-
-    def get_member_names(self) -> list[str]:
-        return [str(member.name) for member in self.get_member_list()]
-
-    def get_member_list(self) -> list[CalendarCollection]:
-        own = self.own_members()
-        taken = {info.info.uri for info in own}
-        return [*own, *self.shared_members(taken)]
 
     def _create(self, name: str, settings: dict[str, Any]) -> None:
         try:

@@ -98,11 +98,11 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
         book = self._book(environ, home.user_id, target.book)
         if book is None and target.book == DEFAULT_BOOK_URI:
             # The default book exists from the first look at it (DESIGN §4).
-            home.books()
+            home.own_collections()
             environ[ENVIRON_BOOKS].pop((home.user_id, target.book), None)
             book = self._book(environ, home.user_id, target.book)
         if book is None:
-            return home.shared_book(target.book)
+            return home.shared_member(target.book)
         return AddressBookCollection(target.book_path, environ, self.backend, target.user, book)
 
     def custom_request_handler(

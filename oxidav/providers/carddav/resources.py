@@ -14,13 +14,13 @@ the shared books' rows.
 from __future__ import annotations
 
 import io
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lxml import etree
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError, PRECONDITION_CODE_ProtectedProperty
 
-from oxidav.authz.grants.collections import CollectionAccess, Reach
+from oxidav.authz.grants.collections import Reach
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.contacts import (
     AddressDataRequest,
@@ -50,13 +50,11 @@ from oxidav.providers.dav.collections import (
     OwnedCollection,
     TextObjectResource,
 )
+from oxidav.providers.dav.home import CollectionHome
 from oxidav.providers.dav.shared import (
     SharedObjectCollection,
     SharedState,
     forget_shares,
-    home_access,
-    parse_shared_name,
-    reachable_rows,
     shared_name,
 )
 from oxidav.providers.dav.xml import DISPLAYNAME, element_text
@@ -90,71 +88,18 @@ class VirtualCollection(CardDavCollection):
         return list(self._members)
 
 
-class AddressBookHome(CardDavCollection):
+class AddressBookHome(
+    CollectionHome[ContactsBackend, BookInfo, "AddressBookCollection", "SharedAddressBook"],
+    CardDavCollection,
+):
     """``/users/<user>/``: the address-book home (RFC 6352 §7.1.1); a ``contacts`` book is
-    created on first use (DESIGN §4)."""
+    created on first use."""
 
-    def __init__(
-        self,
-        path: str,
-        environ: dict[str, Any],
-        backend: ContactsBackend,
-        owner_name: str,
-        user_id: int,
-    ) -> None:
-        super().__init__(path, environ, backend, owner_name)
-        self.user_id = user_id
+    shared_kind = ResourceKind.ADDRESSBOOK
 
-    def books(self) -> list[BookInfo]:
-        """The user's own address books."""
-        return self.backend.store.ensure_default(self.user_id)
-
-    def get_member_names(self) -> list[str]:
-        return [str(member.name) for member in self.get_member_list()]
-
-    def get_member_list(self) -> list[AddressBookCollection]:
-        own = [
-            AddressBookCollection(
-                f"{self.path.rstrip('/')}/{book.uri}/",
-                self.environ,
-                self.backend,
-                self.owner_name,
-                book,
-            )
-            for book in self.books()
-        ]
-        taken = {book.info.uri for book in own}
-        return [*own, *self.shared_members(taken)]
-
-    def _access(self) -> CollectionAccess | None:
-        return home_access(self.backend.shares, self.environ, self.user_id)
-
-    def shared_members(self, taken: Collection[str] = ()) -> list[SharedAddressBook]:
-        """The address books of others shared with this user (one query for all of them;
-        names the user's own books already use are skipped)."""
-        access = self._access()
-        if access is None:
-            return []
-        rows = reachable_rows(
-            access, ResourceKind.ADDRESSBOOK, self.backend.store.collections_with_owners, taken
-        )
-        return [self.shared_resource(info, owner, reach) for info, owner, reach in rows]
-
-    def shared_book(self, name: str) -> SharedAddressBook | None:
-        """The shared address book called ``name`` in this home, if a grant reaches it."""
-        parsed = parse_shared_name(name)
-        access = self._access()
-        if parsed is None or access is None:
-            return None
-        uri, owner_name = parsed
-        owner_id = self.backend.user_id(owner_name)
-        if owner_id is None or owner_id == self.user_id:
-            return None
-        info = self.backend.store.collection(owner_id, uri)
-        if info is None:
-            return None
-        reach = access.visible(Resource.addressbook(info.id, owner_id))
-        return None if reach is None else self.shared_resource(info, owner_name, reach)
+    def own_resource(self, info: BookInfo) -> AddressBookCollection:
+        path = f"{self.path.rstrip('/')}/{info.uri}/"
+        return AddressBookCollection(path, self.environ, self.backend, self.owner_name, info)
 
     def shared_resource(self, info: BookInfo, owner: str, reach: Reach) -> SharedAddressBook:
         path = f"{self.path.rstrip('/')}/{shared_name(info.uri, owner)}/"
