@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench._files_servers import add_alice, oxidav_env, oxidav_server
-from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
+from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 
 
 def _server_digest(port: int, paths: list[str]) -> dict[str, str]:

@@ -18,37 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from oxidav.db import Database, make_engine
 from oxidav.db.migrate import upgrade
 from tests.support.live import LiveServer, in_process_server, make_settings
-
-PG_ADMIN_URL = os.environ.get(
-    "OXIDAV_TEST_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+from tests.support.postgres import (
+    fresh_pg_database,
+    pg_admin_execute,
+    pg_reachable,
+    pg_url,
 )
-
-
-def _pg_reachable() -> bool:
-    try:
-        engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
-        with engine.connect():
-            pass
-        engine.dispose()
-        return True
-    except Exception:
-        return False
-
-
-def _pg_admin_execute(sql: str) -> None:
-    engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(sql))
-    engine.dispose()
-
-
-def _pg_url(name: str) -> str:
-    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
 
 
 @pytest.fixture(scope="session")
@@ -62,28 +41,19 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
-    if not _pg_reachable():
+    if not pg_reachable():
         if os.environ.get("OXIDAV_REQUIRE_PG") == "1":
             pytest.fail(
                 "PostgreSQL is required (OXIDAV_REQUIRE_PG=1) but 127.0.0.1:5432 does not answer"
             )
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
     name = f"oxidav_test_{uuid.uuid4().hex[:10]}_tpl"
-    _pg_admin_execute(f'CREATE DATABASE "{name}"')
-    engine = make_engine(_pg_url(name))
+    pg_admin_execute(f'CREATE DATABASE "{name}"')
+    engine = make_engine(pg_url(name))
     upgrade(engine)
     engine.dispose()
     yield name
-    _pg_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _fresh_pg_database(template: str) -> Iterator[str]:
-    name = f"oxidav_test_{uuid.uuid4().hex[:12]}"
-    _pg_admin_execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    try:
-        yield _pg_url(name)
-    finally:
-        _pg_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    pg_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 BACKENDS = os.environ.get("OXIDAV_TEST_BACKENDS", "sqlite,pg").split(",")
@@ -102,7 +72,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
     else:
-        yield from _fresh_pg_database(request.getfixturevalue("pg_template"))
+        yield from fresh_pg_database(request.getfixturevalue("pg_template"))
 
 
 @pytest.fixture

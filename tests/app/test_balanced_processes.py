@@ -25,10 +25,10 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests.conftest import _fresh_pg_database
-from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
 from tests.support.live import LiveServer, ServerProcess, start_server_process
+from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 from tests.support.nginx import nginx_available, nginx_proxy
+from tests.support.postgres import fresh_pg_database
 from tests.support.rclone import rclone_env
 from tests.support.tls import self_signed
 
@@ -63,7 +63,7 @@ def s3_url() -> Iterator[str]:
 
 @pytest.fixture
 def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from _fresh_pg_database(request.getfixturevalue("pg_template"))
+    yield from fresh_pg_database(request.getfixturevalue("pg_template"))
 
 
 def _cli(env: dict[str, str], *args: str) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nextcloud.nc_sync import TreeShape, local_files, make_tree
 from tests.support.live import start_server_process
+from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 from tests.support.nginx import nginx_available, nginx_proxy
 from tests.support.rclone import rclone_env as ox_remote_env
 from tests.support.tls import self_signed

@@ -20,8 +20,8 @@ from sqlalchemy import select, text, update
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.db.models.links import PublicLink
 from oxidav.db.models.users import User
-from tests.nextcloud.nc_helpers import ocs, sharing_tree
 from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud import ocs, sharing_tree
 
 PROPFIND_ROOT = ("PROPFIND", "/remote.php/dav/")
 DEPTH0 = {"Depth": "0"}

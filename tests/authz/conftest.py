@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from grants_support import World, make_world
 
 from oxidav.db import Database
+from tests.support.grants import World, make_world
 
 
 @pytest.fixture

@@ -19,16 +19,16 @@ import pytest
 
 from oxidav.authz.links.store import LinkMode
 from oxidav.tree.drops import MAX_DROP_DEPTH
-from tests.authz.test_public_links import ALICE, _populate, make_link
 from tests.support.live import LiveServer
+from tests.support.public_links import ALICE, make_link, populate
 
 Ask = Callable[..., tuple[int, bytes]]
 
 
 @pytest.fixture
 def server(live_server: LiveServer) -> LiveServer:
-    """alice's /P holds a.txt, <b>&.txt and sub/c.txt (``_populate``)."""
-    return _populate(live_server)
+    """alice's /P holds a.txt, <b>&.txt and sub/c.txt (``populate``)."""
+    return populate(live_server)
 
 
 def _asker(server: LiveServer, endpoint: str, token: str) -> tuple[str, Ask]:

@@ -12,7 +12,6 @@ import logging
 from datetime import timedelta
 
 import pytest
-from grants_support import NoRefs, StatementCounter, World
 
 from oxidav.authz.grants import groups
 from oxidav.authz.grants import store as grants
@@ -21,6 +20,8 @@ from oxidav.authz.grants.roles import Action, Role
 from oxidav.authz.grants.store import Subject
 from oxidav.db import Database
 from oxidav.tree import list_children, move_node, write_file
+from tests.support.engine_events import recorded_selects
+from tests.support.grants import NoRefs, World
 
 
 def children(world: World, path: str) -> list[Resource]:
@@ -183,35 +184,37 @@ def test_listing_costs_constant_queries_and_none_when_warm(world: World, extra: 
     share(world, "/A", Subject.user(world.bob.user_id))
     listing = children(world, "/A/S")
     assert len(listing) == 3 + extra
-    counter = StatementCounter(world.db)
+    db_engine = world.db.engine
     engine = world.engine()
-    with counter.counting():
+    with recorded_selects(db_engine) as seen:
         assert all(d.allowed for d in engine.filter(world.bob, Action.READ, listing))
-    assert len(counter.selects) == 3, counter.selects  # generation, grants, ancestor chain
-    with counter.counting():  # the next request: caches are warm
+    assert len(seen) == 3, seen  # generation, grants, ancestor chain
+    with recorded_selects(db_engine) as seen:  # the next request: caches are warm
         assert all(d.allowed for d in engine.filter(world.bob, Action.READ, listing))
-    assert len(counter.selects) == 1, counter.selects  # only the generation
-    assert "authz_state" in counter.selects[0]
-    with counter.counting():  # one check per child in one request: memoised per folder
+    assert len(seen) == 1, seen  # only the generation
+    assert "authz_state" in seen[0]
+    with recorded_selects(
+        db_engine
+    ) as seen:  # one check per child in one request: memoised per folder
         request = engine.request(world.bob)
         assert all(request.check(Action.READ, r).allowed for r in listing)
-    assert len(counter.selects) == 1
-    with counter.counting():  # the owner's own listing asks nothing
+    assert len(seen) == 1
+    with recorded_selects(db_engine) as seen:  # the owner's own listing asks nothing
         assert all(d.allowed for d in engine.filter(world.alice, Action.READ, listing))
-    assert counter.selects == []
-    with counter.counting():  # no grant from alice at all: no ancestor walk
+    assert seen == []
+    with recorded_selects(db_engine) as seen:  # no grant from alice at all: no ancestor walk
         assert all(
             d.status == 404 for d in world.engine().filter(world.carol, Action.READ, listing)
         )
-    assert len(counter.selects) == 2
+    assert len(seen) == 2
 
 
 def test_cold_check_in_the_callers_session(world: World) -> None:
     share(world, "/A", Subject.user(world.bob.user_id), Role.EDITOR)
     listing = children(world, "/A/S")
-    counter = StatementCounter(world.db)
-    with world.db.read() as session, counter.counting():
+    db_engine = world.db.engine
+    with world.db.read() as session, recorded_selects(db_engine) as seen:
         request = world.engine(ttl=0).request(world.bob, session)
         assert all(d.allowed for d in request.filter(Action.WRITE, listing))
         assert request.bits(listing[0]) == Role.EDITOR.permissions
-    assert len(counter.selects) == 3
+    assert len(seen) == 3

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from grants_support import World
 
 from oxidav.authz.grants.roles import Action
 from oxidav.cli import main
+from tests.support.grants import World
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from grants_support import World
 from sqlalchemy import delete, func, select
 
 from oxidav.authz.grants import groups
@@ -15,6 +14,7 @@ from oxidav.authz.grants.roles import Action, Role
 from oxidav.authz.grants.store import GrantError, Subject
 from oxidav.db.models.authz import Grant, GroupMember
 from oxidav.db.models.users import User
+from tests.support.grants import World
 
 
 def make_groups(world: World, *names: str) -> list[int]:

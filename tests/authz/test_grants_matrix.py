@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from grants_support import World
 
 from oxidav.authz.grants import groups
 from oxidav.authz.grants import store as grants
 from oxidav.authz.grants.roles import Action, Role
 from oxidav.authz.grants.store import Subject
+from tests.support.grants import World
 
 VIEW = {"read", "list", "copy"}
 EDIT = VIEW | {"write", "rename", "create", "delete", "move_in", "move_out", "lock", "proppatch"}

@@ -24,9 +24,9 @@ from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
 from oxidav.settings import SettingsError, load_settings
 from oxidav.tree import resolve
-from tests.nextcloud.nc_helpers import ocs
-from tests.nextcloud.test_nc_share_bits import LOCKINFO, SHARES, add_users, dav, share, status
 from tests.support.live import LiveServer
+from tests.support.nextcloud import ocs
+from tests.support.share_bits import LOCKINFO, SHARES, add_users, dav, share, status
 
 PUBLIC = "/public.php/dav/files"
 LOCKDISCOVERY = (

@@ -20,8 +20,8 @@ from oxidav.authz.grants.roles import Role
 from oxidav.authz.grants.store import Subject, grant
 from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db.models.mount_names import MountName
-from tests.nextcloud.nc_helpers import ocs
 from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud import ocs
 
 SHARES = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
 FILES = "/remote.php/dav/files"

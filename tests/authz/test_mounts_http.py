@@ -22,7 +22,7 @@ from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.db.models.users import User
 from oxidav.settings import SettingsError, load_settings
 from oxidav.tree import used_bytes
-from tests.authz.grants_support import StatementCounter
+from tests.support.engine_events import recorded_selects
 from tests.support.live import LiveServer, in_process_server, make_settings
 
 ALICE = "/remote.php/dav/files/alice"
@@ -342,18 +342,18 @@ def test_mount_listing_costs_the_same_for_one_or_many_mounts(server: LiveServer)
     for i in range(6):
         assert server.request("PUT", f"{ALICE}/m{i}.txt", b"x" * i).status == 201
     share(server, "files/alice/m0.txt", Role.VIEWER)
-    counter = StatementCounter(server.services.db)
+    db_engine = server.services.db.engine
     listing(server, BOB + "/")  # warm: users, roots
-    with counter.counting():
+    with recorded_selects(db_engine) as seen:
         one = listing(server, BOB + "/")
-    one_mount = len(counter.selects)
+    one_mount = len(seen)
     for i in range(1, 6):
         share(server, f"files/alice/m{i}.txt", Role.EDITOR)
     listing(server, BOB + "/")
-    with counter.counting():
+    with recorded_selects(db_engine) as seen:
         many = listing(server, BOB + "/")
     assert len(many) == len(one) + 5
-    assert len(counter.selects) == one_mount, counter.selects
+    assert len(seen) == one_mount, seen
 
 
 def test_a_user_without_mounts_reads_no_grants_until_a_share_reaches_him(
@@ -364,11 +364,11 @@ def test_a_user_without_mounts_reads_no_grants_until_a_share_reaches_him(
     assert server.services is not None
     assert bob(server, "PUT", BOB + "/own.txt", b"mine") == 201
     assert bob(server, "GET", BOB + "/own.txt") == 200  # warm: users, roots, "no mounts"
-    counter = StatementCounter(server.services.db)
-    with counter.counting():
+    db_engine = server.services.db.engine
+    with recorded_selects(db_engine) as seen:
         got = server.request("GET", BOB + "/own.txt", headers={"Range": "bytes=1-2"}, user="bob")
     assert (got.status, got.body) == (206, b"in")
-    assert not [s for s in counter.selects if "grant" in s or "authz" in s], counter.selects
+    assert not [s for s in seen if "grant" in s or "authz" in s], seen
     share(server, "files/alice/Shared", Role.VIEWER)
     assert "/remote.php/dav/files/bob/Shared/" in listing(server, BOB + "/")
     assert bob(server, "GET", BOB + "/Shared/a.txt") == 200

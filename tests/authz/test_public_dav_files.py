@@ -13,15 +13,15 @@ import pytest
 
 from oxidav.authz.links import store as links
 from oxidav.authz.links.store import LinkMode
-from tests.authz.test_public_links import ALICE, SECRET, _populate, basic, make_link
 from tests.support.live import LiveServer
+from tests.support.public_links import ALICE, SECRET, basic, make_link, populate
 
 DAV = "/public.php/dav/files"
 
 
 @pytest.fixture
 def server(live_server: LiveServer) -> LiveServer:
-    return _populate(live_server)
+    return populate(live_server)
 
 
 def anon(

@@ -6,7 +6,6 @@ tested in ``tests/nextcloud/test_nc_link_shares.py``.
 
 from __future__ import annotations
 
-import base64
 import io
 import logging
 import random
@@ -22,53 +21,15 @@ from oxidav.authz.links import store as links
 from oxidav.authz.links.store import LinkMode
 from oxidav.db import utcnow
 from oxidav.db.models.links import PublicLink
-from oxidav.tree import resolve
 from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.public_links import ALICE, SECRET, basic, make_link, populate
 
-ALICE = "/remote.php/dav/files/alice"
 DAV = "/public.php/webdav"
-SECRET = b"top-secret-content"
 
 
 @pytest.fixture
 def server(live_server: LiveServer) -> LiveServer:
-    return _populate(live_server)
-
-
-def _populate(server: LiveServer) -> LiveServer:
-    """alice has /P/{a.txt, <b>&.txt, sub/c.txt} and /secret.txt beside it."""
-    for method, path, body in (
-        ("MKCOL", "/P", None),
-        ("MKCOL", "/P/sub", None),
-        ("PUT", "/P/a.txt", b"alpha"),
-        ("PUT", "/P/<b>&.txt", b"bee"),
-        ("PUT", "/P/sub/c.txt", b"sea"),
-        ("PUT", "/secret.txt", SECRET),
-    ):
-        assert server.request(method, ALICE + path, body).status == 201
-    return server
-
-
-def make_link(
-    server: LiveServer,
-    path: str,
-    *,
-    mode: LinkMode = LinkMode.READ,
-    password: str | None = None,
-) -> str:
-    assert server.services is not None
-    with server.services.db.write() as session:
-        node = resolve(session, _alice_id(server), path)
-        assert node is not None
-        return links.create_link(session, node, mode=mode, password=password).token
-
-
-def _alice_id(server: LiveServer) -> int:
-    from oxidav.authz.grants.targets import user_id
-
-    assert server.services is not None
-    with server.services.db.read() as session:
-        return user_id(session, "alice")
+    return populate(live_server)
 
 
 def as_link(
@@ -83,10 +44,6 @@ def as_link(
     server.users[token] = password
     resp = server.request(method, path, body, headers=headers, user=token)
     return resp.status, resp.headers, resp.body
-
-
-def basic(user: str, password: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 # -- /s/<token> ------------------------------------------------------------------------------
@@ -223,7 +180,7 @@ def strict_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
     """A server that throttles after 3 failures."""
     settings = make_settings(tmp_path / "data", db_url, auth_max_failures=3)
     with in_process_server(settings) as live:
-        yield _populate(live)
+        yield populate(live)
 
 
 def test_wrong_passwords_are_rate_limited(strict_server: LiveServer) -> None:

@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 import pytest
-from grants_support import World
 
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.throttle import AddressBudget
@@ -14,6 +13,7 @@ from oxidav.authz.links.access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.links.store import LinkMode
 from oxidav.cli import main
 from oxidav.settings import Settings
+from tests.support.grants import World
 
 
 @pytest.fixture

@@ -15,19 +15,32 @@ import pytest
 from lxml import etree
 from sqlalchemy import update
 
-from oxidav.authz.grants import groups
 from oxidav.authz.grants.roles import Role
-from oxidav.authz.grants.store import Subject, grant, revoke
-from oxidav.authz.grants.targets import resolve_target, user_id
+from oxidav.authz.grants.targets import user_id
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
+from tests.support.engine_events import recorded_selects
 from tests.support.live import LiveServer
+from tests.support.shared_collections import (
+    ALICE_CAL,
+    APPLE,
+    BOB_HOME,
+    DAV,
+    NS,
+    SHARED_CAL,
+    hrefs,
+    ics,
+    need_privilege,
+    privileges,
+    propfind,
+    proppatch,
+    put,
+    report,
+    share,
+    sync,
+    unshare,
+)
 
-DAV = "/remote.php/dav"
-ALICE_CAL = f"{DAV}/calendars/alice/personal/"
-BOB_HOME = f"{DAV}/calendars/bob/"
-SHARED_CAL = f"{BOB_HOME}personal_shared_by_alice/"
-NS = {"d": "DAV:", "c": "urn:ietf:params:xml:ns:caldav", "cs": "http://calendarserver.org/ns/"}
 READ_ONLY = {"read", "read-current-user-privilege-set", "read-free-busy"}
 READ_WRITE = READ_ONLY | {"write-content", "bind", "unbind"}
 HOME_PROPS = (
@@ -35,105 +48,6 @@ HOME_PROPS = (
     "<cs:getctag/><cs:shared-url/><cs:invite/><d:share-access/>"
     "<c:supported-calendar-component-set/>"
 )
-
-
-def ics(uid: str, summary: str = "meeting") -> str:
-    return (
-        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
-        f"UID:{uid}\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260105T100000Z\r\n"
-        f"DURATION:PT1H\r\nSUMMARY:{summary}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
-    )
-
-
-def put(server: LiveServer, path: str, body: str, user: str = "alice", **headers: str) -> int:
-    headers = {"Content-Type": "text/calendar; charset=utf-8", **headers}
-    return server.request("PUT", path, body, headers, user=user).status
-
-
-def propfind(
-    server: LiveServer, path: str, props: str, depth: str = "0", user: str = "bob"
-) -> dict[str, etree._Element]:
-    """href -> the DAV:prop element of its 200 propstat (a 207 is asserted)."""
-    body = (
-        f'<d:propfind xmlns:d="DAV:" xmlns:c="{NS["c"]}" xmlns:cs="{NS["cs"]}">'
-        f"<d:prop>{props}</d:prop></d:propfind>"
-    )
-    response = server.request("PROPFIND", path, body, {"Depth": depth}, user=user)
-    assert response.status == 207, (path, response.status, response.text)
-    found = {}
-    for item in etree.fromstring(response.body).iterfind("d:response", NS):
-        href = item.findtext("d:href", namespaces=NS)
-        prop = next(
-            (
-                ps.find("d:prop", NS)
-                for ps in item.iterfind("d:propstat", NS)
-                if "200" in (ps.findtext("d:status", namespaces=NS) or "")
-            ),
-            None,
-        )
-        found[href] = prop if prop is not None else etree.Element("{DAV:}prop")
-    return found
-
-
-def privileges(prop: etree._Element) -> set[str]:
-    return {
-        etree.QName(p).localname
-        for p in prop.iterfind("d:current-user-privilege-set/d:privilege/*", NS)
-    }
-
-
-def report(server: LiveServer, path: str, body: str, user: str = "bob") -> etree._Element:
-    response = server.request("REPORT", path, body, {"Depth": "1"}, user=user)
-    assert response.status == 207, (path, response.status, response.text)
-    return etree.fromstring(response.body)
-
-
-def hrefs(multistatus: etree._Element) -> set[str]:
-    return {
-        item.findtext("d:href", namespaces=NS) or ""
-        for item in multistatus.iterfind("d:response", NS)
-    }
-
-
-def sync(server: LiveServer, path: str, token: str = "", user: str = "bob") -> etree._Element:
-    body = (
-        f'<d:sync-collection xmlns:d="DAV:"><d:sync-token>{token}</d:sync-token>'
-        "<d:sync-level>1</d:sync-level><d:prop><d:getetag/></d:prop></d:sync-collection>"
-    )
-    return report(server, path, body, user)
-
-
-def need_privilege(response_body: bytes) -> tuple[str, str]:
-    """(href, privilege) of an RFC 3744 §7.1.1 need-privileges body."""
-    error = etree.fromstring(response_body)
-    resource = error.find("d:need-privileges/d:resource", NS)
-    assert resource is not None, response_body
-    privilege = resource.find("d:privilege/*", NS)
-    assert privilege is not None
-    return resource.findtext("d:href", namespaces=NS) or "", etree.QName(privilege).localname
-
-
-def share(
-    server: LiveServer, spec: str, role: Role, *, group: str | None = None, **kwargs: object
-) -> int:
-    """Grant ``role`` on ``spec`` to bob (or to ``group``, created with bob in it)."""
-    assert server.services is not None
-    with server.services.db.write() as session:
-        resource = resolve_target(session, spec)
-        bob = user_id(session, "bob")
-        if group is None:
-            subject = Subject.user(bob)
-        else:
-            gid = groups.create_group(session, group)
-            groups.add_member(session, gid, user_id=bob)
-            subject = Subject.group(gid)
-        return grant(session, subject, resource, role, **kwargs)  # type: ignore[arg-type]
-
-
-def unshare(server: LiveServer, grant_id: int) -> None:
-    assert server.services is not None
-    with server.services.db.write() as session:
-        revoke(session, grant_id)
 
 
 @pytest.fixture
@@ -329,7 +243,6 @@ def test_operator_shares_a_calendar_from_the_command_line(
 
 
 def test_home_listing_costs_the_same_for_two_or_ten_shared_calendars(server: LiveServer) -> None:
-    from grants_support import StatementCounter
 
     from oxidav.calendars.store import CalendarStore
 
@@ -339,33 +252,20 @@ def test_home_listing_costs_the_same_for_two_or_ten_shared_calendars(server: Liv
         alice = user_id(session, "alice")
     for i in range(10):
         store.create_collection(alice, f"c{i}", displayname=f"C{i}")
-    counter = StatementCounter(server.services.db)
+    db_engine = server.services.db.engine
     props = "<d:displayname/><d:resourcetype/><d:current-user-privilege-set/><d:owner/>"
     selects = []
     for shared in (range(2), range(2, 10)):
         for i in shared:
             share(server, f"calendars/alice/c{i}", Role.VIEWER if i % 2 else Role.EDITOR)
         propfind(server, BOB_HOME, props, depth="1")  # warm: credentials, users, grant set
-        with counter.counting():
+        with recorded_selects(db_engine) as seen:
             listing = propfind(server, BOB_HOME, props, depth="1")
-        selects.append(counter.selects)
+        selects.append(seen)
         assert len(listing) == 2 + shared.stop  # the home, bob's personal, the shared ones
     assert len(selects[0]) == len(selects[1]), selects
     # Warm: the grant set comes from the engine's cache (the generation read is all it costs).
     assert not [s for s in selects[1] if "FROM grants" in s], selects[1]
-
-
-APPLE = "http://apple.com/ns/ical/"
-
-
-def proppatch(server: LiveServer, path: str, inner: str, user: str = "bob") -> str:
-    body = (
-        f'<d:propertyupdate xmlns:d="DAV:" xmlns:a="{APPLE}" xmlns:c="{NS["c"]}">'
-        f"{inner}</d:propertyupdate>"
-    )
-    response = server.request("PROPPATCH", path, body, user=user)
-    assert response.status == 207, response.text
-    return response.text
 
 
 @pytest.mark.parametrize("role", [Role.VIEWER, Role.EDITOR])

@@ -11,7 +11,10 @@ from __future__ import annotations
 import caldav
 import pytest
 from caldav.lib import error as caldav_error
-from test_shared_collections import (
+
+from oxidav.authz.grants.roles import Role
+from tests.support.live import LiveServer
+from tests.support.shared_collections import (
     ALICE_CAL,
     NS,
     SHARED_CAL,
@@ -26,9 +29,6 @@ from test_shared_collections import (
     sync,
     unshare,
 )
-
-from oxidav.authz.grants.roles import Role
-from tests.support.live import LiveServer
 
 CARDDAV = "urn:ietf:params:xml:ns:carddav"
 ALICE_BOOK = "/remote.php/dav/addressbooks/users/alice/contacts/"

@@ -9,9 +9,9 @@ from oxidav.authz.grants.roles import Role
 from oxidav.authz.grants.store import Subject, grant
 from oxidav.authz.grants.targets import resolve_target, user_id
 from oxidav.authz.links.store import LinkMode
-from tests.authz.test_public_links import make_link
 from tests.support.litmus import assert_litmus_passes, needs_litmus
 from tests.support.live import LiveServer
+from tests.support.public_links import make_link
 
 
 @needs_litmus

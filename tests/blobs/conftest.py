@@ -3,15 +3,12 @@ through botocore events, and every store stack the conformance suite runs agains
 
 from __future__ import annotations
 
-import base64
-import collections
 import os
 import threading
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -28,11 +25,7 @@ from oxidav.blobs import (
 )
 from oxidav.blobs.s3 import S3BlobStore
 from oxidav.db import Database
-
-KEY_A = bytes(range(32))
-KEY_B = bytes(range(32, 64))
-B64_KEY_A = base64.b64encode(KEY_A).decode()
-B64_KEY_B = base64.b64encode(KEY_B).decode()
+from tests.support.blobs import KEY_A, RequestLog, StoreUnderTest
 
 
 @pytest.fixture(scope="session")
@@ -62,25 +55,6 @@ def moto_endpoint() -> Iterator[str]:
             os.environ[key] = value
 
 
-@dataclass
-class RequestLog:
-    """HTTP requests sent by one boto3 client, counted by method."""
-
-    counts: collections.Counter[str] = field(default_factory=collections.Counter)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, request: object, **_kwargs: object) -> None:
-        with self.lock:
-            self.counts[request.method] += 1  # type: ignore[attr-defined]
-
-    def reset(self) -> None:
-        with self.lock:
-            self.counts.clear()
-
-    def __getitem__(self, method: str) -> int:
-        return self.counts[method]
-
-
 @pytest.fixture
 def s3_bucket(moto_endpoint: str) -> str:
     name = f"oxidav-{uuid.uuid4().hex[:12]}"
@@ -105,14 +79,6 @@ def _no_sleep(_seconds: float) -> None:
 
 
 STACKS = ["local", "s3", "cache(retry(s3))", "encrypted(local)", "cache(encrypted(retry(s3)))"]
-
-
-@dataclass
-class StoreUnderTest:
-    name: str
-    store: BlobStore
-    requests: RequestLog | None  # None for stacks without S3
-    cached: bool
 
 
 def _build_stack(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
@@ -166,17 +132,3 @@ def local_store(tmp_path: Path) -> LocalBlobStore:
 def chain(database: Database, local_store: LocalBlobStore) -> BlobChain:
     """A ``BlobChain`` on a local store and a fresh database (SQLite and PostgreSQL)."""
     return BlobChain(database, local_store)
-
-
-def make_source(
-    chunks: list[bytes], fail_after: int | None = None
-) -> Callable[[], Iterator[bytes]]:
-    """An iterable source that raises ``OSError`` after ``fail_after`` pieces."""
-
-    def gen() -> Iterator[bytes]:
-        for i, piece in enumerate(chunks):
-            if fail_after is not None and i >= fail_after:
-                raise OSError("client went away")
-            yield piece
-
-    return gen

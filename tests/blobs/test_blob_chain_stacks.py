@@ -9,9 +9,7 @@ import pytest
 from oxidav.blobs import BlobChain
 from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database
-
-from .conftest import StoreUnderTest
-from .support import pieces, random_bytes
+from tests.support.blobs import StoreUnderTest, pieces, random_bytes
 
 
 @pytest.fixture

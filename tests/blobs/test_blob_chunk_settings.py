@@ -11,8 +11,7 @@ from oxidav.blobs import BlobChain, catalog
 from oxidav.blobs.chunking import DEFAULT_CHUNK_PARAMS, ChunkParams
 from oxidav.db import Database
 from oxidav.settings import Settings, SettingsError, load_settings
-
-from .support import chunk_refcounts, pieces, random_bytes
+from tests.support.blobs import chunk_refcounts, pieces, random_bytes
 
 
 def test_setting_defaults_are_the_chunker_defaults() -> None:

@@ -13,8 +13,7 @@ from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database, utcnow
 from oxidav.db.models.blobs import BlobManifest
-
-from .support import chunk_refcounts, entry_count, pieces, random_bytes
+from tests.support.blobs import chunk_refcounts, entry_count, pieces, random_bytes
 
 SHARED = random_bytes(4_000_000, seed=30)
 

@@ -28,8 +28,7 @@ from oxidav.blobs import (
 from oxidav.blobs.encrypted import OVERHEAD, key_fingerprint
 from oxidav.blobs.s3 import S3BlobStore, translate_error
 from oxidav.blobs.store import READ_BLOCK
-
-from .conftest import KEY_A, KEY_B, RequestLog
+from tests.support.blobs import KEY_A, KEY_B, RequestLog
 
 
 def key_of(data: bytes) -> str:

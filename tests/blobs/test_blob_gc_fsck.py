@@ -11,9 +11,7 @@ from oxidav.blobs import BlobChain, LocalBlobStore
 from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import collect_garbage
 from oxidav.db import Database, utcnow
-
-from .conftest import make_source
-from .support import chunk_refcounts, manifest_count, pieces, random_bytes
+from tests.support.blobs import chunk_refcounts, make_source, manifest_count, pieces, random_bytes
 
 
 def stored_keys(store: LocalBlobStore) -> set[str]:

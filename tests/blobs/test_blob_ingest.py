@@ -11,12 +11,11 @@ import pytest
 from oxidav.blobs import BlobChain, IncompleteContentError, LocalBlobStore
 from oxidav.blobs.chunking import CDC_AVG, CDC_MAX, CDC_MIN, chunk_bytes
 from oxidav.db import Database
-
-from .conftest import make_source
-from .support import (
+from tests.support.blobs import (
     RecordingStore,
     assert_only_orphans_added,
     chunk_refcounts,
+    make_source,
     manifest_count,
     pieces,
     random_bytes,

@@ -17,9 +17,7 @@ from oxidav.blobs.chunking import CDC_MAX, CDC_MIN, ChunkedContent
 from oxidav.blobs.fsck import check
 from oxidav.blobs.ingest import BATCH_BYTES, WRITE_AHEAD_BYTES, PendingContent
 from oxidav.db import Database, utcnow
-from tests.support.engine_events import recorded_commits, recorded_statements
-
-from .support import (
+from tests.support.blobs import (
     RecordingStore,
     assert_only_orphans_added,
     chunk_refcounts,
@@ -28,6 +26,7 @@ from .support import (
     pieces,
     random_bytes,
 )
+from tests.support.engine_events import recorded_commits, recorded_statements
 
 PIECE = 1 << 20
 

@@ -21,8 +21,7 @@ from oxidav.blobs.store import BlobIntegrityError
 from oxidav.db import Database, utcnow
 from oxidav.db.models.blobs import BlobChunk
 from oxidav.settings import Settings, SettingsError, load_settings
-
-from .support import chunk_refcounts, manifest_count, random_bytes
+from tests.support.blobs import chunk_refcounts, manifest_count, random_bytes
 
 INLINE_MAX = 16 << 10
 

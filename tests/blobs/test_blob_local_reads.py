@@ -10,8 +10,7 @@ import blake3
 import pytest
 
 from oxidav.blobs import BlobNotFoundError, LocalBlobStore
-
-from .support import random_bytes
+from tests.support.blobs import random_bytes
 
 
 def open_descriptors() -> int:

@@ -12,8 +12,7 @@ import pytest
 
 from oxidav.blobs import BlobNotFoundError, LocalBlobStore
 from oxidav.blobs.local import SYNC_PARALLEL_MIN, TMP_DIR
-
-from .support import random_bytes
+from tests.support.blobs import random_bytes
 
 
 def key_of(data: bytes) -> str:

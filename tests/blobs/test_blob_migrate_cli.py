@@ -22,9 +22,7 @@ from oxidav.cli import main
 from oxidav.db import Database
 from oxidav.db.migrate import upgrade
 from oxidav.settings import Settings, load_settings
-
-from .conftest import B64_KEY_A
-from .support import pieces, random_bytes
+from tests.support.blobs import B64_KEY_A, pieces, random_bytes
 
 # -- URLs and settings ---------------------------------------------------------------------
 

@@ -31,10 +31,9 @@ from oxidav.blobs.migrate import STATE_FILE
 from oxidav.db import Database, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.settings import load_settings
+from tests.support.blobs import pieces
 from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
-
-from .support import pieces
 
 AUTH = {"Authorization": "Basic YWxpY2U6c2VjcmV0"}  # alice:secret
 #: Small chunks and no inline content: every file is several chunks in the store.

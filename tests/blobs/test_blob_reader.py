@@ -26,8 +26,7 @@ from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.reader import READ_AHEAD_FROM
 from oxidav.blobs.regions import FileRegion
-
-from .support import RecordingStore, pieces, random_bytes
+from tests.support.blobs import RecordingStore, pieces, random_bytes
 
 DATA = random_bytes(5_000_000, seed=11)
 

@@ -7,8 +7,7 @@ import pytest
 
 from oxidav.blobs import BlobChain, ManifestNotFoundError, RefcountError
 from oxidav.db import Database
-
-from .support import RecordingStore, chunk_refcounts, entry_count, pieces, random_bytes
+from tests.support.blobs import RecordingStore, chunk_refcounts, entry_count, pieces, random_bytes
 
 
 def test_new_manifest_starts_unreferenced(chain: BlobChain) -> None:

@@ -10,8 +10,7 @@ import blake3
 import pytest
 
 from oxidav.blobs import BlobNotFoundError, BlobStore, CachedBlobStore
-
-from .conftest import StoreUnderTest
+from tests.support.blobs import StoreUnderTest
 
 
 def key_of(data: bytes) -> str:

@@ -131,8 +131,7 @@ def test_gc_and_fsck_stop_when_asked(database: Database, tmp_path) -> None:
     from oxidav.blobs import BlobChain, LocalBlobStore
     from oxidav.blobs.fsck import check
     from oxidav.blobs.gc import collect_garbage
-
-    from .support import pieces, random_bytes
+    from tests.support.blobs import pieces, random_bytes
 
     store = LocalBlobStore(tmp_path / "blobs")
     BlobChain(database, store).ingest(pieces(random_bytes(500_000)))

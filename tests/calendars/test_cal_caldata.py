@@ -8,13 +8,13 @@ from zoneinfo import ZoneInfo
 
 import icalendar
 import pytest
-from cal_helpers import CAL_NS, event, make_ics
 from lxml import etree
 
 from oxidav.calendars.caldata import parse_calendar_data, render_calendar_data
 from oxidav.calendars.errors import InvalidFilter, UnsupportedCalendarData
 from oxidav.calendars.filters import TimeRange
 from oxidav.calendars.freebusy import free_busy_report, merge
+from tests.support.calendar_samples import CAL_NS, event, make_ics
 
 RECURRING = make_ics(
     event(

@@ -6,9 +6,9 @@ from zoneinfo import ZoneInfo
 
 import icalendar
 import pytest
-from cal_helpers import make_filter, make_ics
 
 from oxidav.calendars.evaluate import FilterEvaluator
+from tests.support.calendar_samples import make_filter, make_ics
 
 NY = ZoneInfo("America/New_York")
 

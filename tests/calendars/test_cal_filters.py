@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from cal_helpers import CAL_NS, filter_xml, make_filter
 from lxml import etree
 
 from oxidav.calendars.errors import (
@@ -16,6 +15,7 @@ from oxidav.calendars.errors import (
 )
 from oxidav.calendars.filters import CompFilter, PropFilter, TextMatch, TimeRange, parse_filter
 from oxidav.collation import normalize, text_matches
+from tests.support.calendar_samples import CAL_NS, filter_xml, make_filter
 
 
 def test_full_filter_is_parsed() -> None:

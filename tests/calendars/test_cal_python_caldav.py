@@ -13,15 +13,16 @@ from datetime import UTC, date, datetime
 
 import caldav
 import pytest
-from cal_dataset import (
+from caldav.lib import error
+from lxml import etree
+
+from tests.support.cal_dataset import (
     build_events,
     expected_instances,
     expected_objects,
     instance_key,
     todo_ics,
 )
-from caldav.lib import error
-from lxml import etree
 
 CAL = "urn:ietf:params:xml:ns:caldav"
 START = datetime(2026, 3, 1, tzinfo=UTC)

@@ -8,10 +8,10 @@ import threading
 from datetime import UTC, date, datetime, timedelta
 
 import icalendar
-from cal_helpers import event, make_filter, make_ics
 
 from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.recurrence import instances, natural_end, single_instance
+from tests.support.calendar_samples import event, make_filter, make_ics
 
 
 def parse(*components: str) -> icalendar.Calendar:

@@ -23,7 +23,7 @@ from oxidav.calendars.errors import (
 from oxidav.calendars.recurrence import instances
 from oxidav.calendars.rules import ExpansionBudget, RecurrenceLimits, budgeted, jumped
 from oxidav.calendars.validation import instances_per_day, validate_object
-from tests.calendars.cal_helpers import event, make_ics
+from tests.support.calendar_samples import event, make_ics
 
 NEVER = "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30"
 

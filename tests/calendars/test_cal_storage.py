@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from cal_helpers import event, make_filter, make_ics
 from sqlalchemy import insert
 
 from oxidav.calendars import errors
@@ -14,6 +13,7 @@ from oxidav.calendars.store import CalendarStore
 from oxidav.db import Database
 from oxidav.db.models.users import User
 from oxidav.sync import InvalidSyncToken
+from tests.support.calendar_samples import event, make_filter, make_ics
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import icalendar
 import pytest
-from cal_helpers import event, make_ics
 
 from oxidav.calendars import errors
 from oxidav.calendars.index import time_bounds
 from oxidav.calendars.validation import validate_object
+from tests.support.calendar_samples import event, make_ics
 
 ALL = ("VEVENT", "VTODO", "VJOURNAL")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import add_user
 
 from oxidav.contacts.store import ContactStore
 from oxidav.db import Database
+from tests.support.contacts_samples import add_user
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import base64
 import hashlib
 
 import vobject
-from carddav_client import NS, CardDav, card_path, parse_multistatus, prop_xml
-from contacts_samples import card
 
+from tests.support.carddav_client import NS, CardDav, card_path, parse_multistatus, prop_xml
+from tests.support.contacts_samples import card
 from tests.support.live import LiveServer
 
 C = "{urn:ietf:params:xml:ns:carddav}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import JPEG_B64, card
 from lxml import etree
 
 from oxidav.contacts.address_data import (
@@ -15,6 +14,7 @@ from oxidav.contacts.address_data import (
 )
 from oxidav.contacts.errors import UnsupportedAddressDataError
 from oxidav.contacts.vcard import parse_vcards
+from tests.support.contacts_samples import JPEG_B64, card
 
 C = "urn:ietf:params:xml:ns:carddav"
 

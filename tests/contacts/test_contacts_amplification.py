@@ -5,10 +5,10 @@ is refused with 403 ``DAV:number-of-matches-within-limits``."""
 
 from __future__ import annotations
 
-from carddav_client import NS, C, CardDav, card_path, prop_xml
-from contacts_samples import card
 from lxml import etree
 
+from tests.support.carddav_client import NS, C, CardDav, card_path, prop_xml
+from tests.support.contacts_samples import card
 from tests.support.live import LiveServer
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
-from contacts_samples import JPEG, JPEG_B64, card
 
 from oxidav.contacts.convert import convert
 from oxidav.contacts.vcard import VCard, parse_vcards
+from tests.support.contacts_samples import JPEG, JPEG_B64, card
 
 
 def one(text: str) -> VCard:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import card
 from lxml import etree
 
 from oxidav.collation import fold, text_matches
@@ -23,6 +22,7 @@ from oxidav.contacts.filters import (
     parse_limit,
 )
 from oxidav.contacts.vcard import parse_vcards
+from tests.support.contacts_samples import card
 
 C = "urn:ietf:params:xml:ns:carddav"
 

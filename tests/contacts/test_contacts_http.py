@@ -6,7 +6,9 @@ import base64
 
 import pytest
 import vobject
-from carddav_client import (
+from lxml import etree
+
+from tests.support.carddav_client import (
     BOOKS,
     NS,
     XML,
@@ -17,9 +19,7 @@ from carddav_client import (
     parse_multistatus,
     prop_xml,
 )
-from contacts_samples import JPEG_B64, card
-from lxml import etree
-
+from tests.support.contacts_samples import JPEG_B64, card
 from tests.support.live import LiveServer
 
 CR = "{" + C + "}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 
-from contacts_samples import card
 from lxml import etree
 from sqlalchemy import select
 
@@ -19,6 +18,7 @@ from oxidav.contacts.store import ContactStore
 from oxidav.contacts.vcard import parse_vcards
 from oxidav.db import Database
 from oxidav.db.models.contacts import Card
+from tests.support.contacts_samples import card
 
 C = "urn:ietf:params:xml:ns:carddav"
 

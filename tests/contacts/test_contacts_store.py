@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import add_user, card
 
 from oxidav.contacts.errors import (
     BookExistsError,
@@ -16,6 +15,7 @@ from oxidav.contacts.errors import (
 from oxidav.contacts.store import Conditions, ContactStore, card_etag
 from oxidav.db import Database
 from oxidav.sync import InvalidSyncToken
+from tests.support.contacts_samples import add_user, card
 
 
 def test_default_book_created_once(store: ContactStore, user: int) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import card
 
 from oxidav.contacts.errors import (
     CardTooLargeError,
@@ -12,6 +11,7 @@ from oxidav.contacts.errors import (
     UnsupportedCardError,
 )
 from oxidav.contacts.validate import parse_card
+from tests.support.contacts_samples import card
 
 LIMIT = 1 << 20
 

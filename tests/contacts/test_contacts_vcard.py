@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from contacts_samples import JPEG_B64, card
 
 from oxidav.contacts.vcard import (
     Property,
@@ -14,6 +13,7 @@ from oxidav.contacts.vcard import (
     split_unescaped,
     unescape_text,
 )
+from tests.support.contacts_samples import JPEG_B64, card
 
 
 def test_parse_keeps_raw_values_groups_and_params() -> None:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from carddav_client import CardDav, card_path, parse_multistatus
-from contacts_samples import card
 
+from tests.support.carddav_client import CardDav, card_path, parse_multistatus
+from tests.support.contacts_samples import card
 from tests.support.live import LiveServer
 
 VDIRSYNCER = Path(sys.executable).with_name("vdirsyncer")

@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from files_helpers import FILES, propfind_props, url
 from sqlalchemy import select
 
 from oxidav.db import Database, utcnow
@@ -14,6 +13,7 @@ from oxidav.db.models.tree import Node
 from oxidav.db.prepared import PreparedRead
 from oxidav.tree.trash import purge_trashed_before
 from tests.support.engine_events import recorded_statements
+from tests.support.files import FILES, propfind_props, url
 from tests.support.live import LiveServer
 
 LOCKINFO = (

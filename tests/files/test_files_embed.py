@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from files_helpers import propfind_props
+from tests.support.files import propfind_props
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embed.py"
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"demo:demo").decode()}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 
-from files_helpers import url
 from sqlalchemy import bindparam, event
 from wsgidav import util
 
@@ -17,6 +16,7 @@ from oxidav.db.prepared import PreparedRead
 from oxidav.tree import make_folder, resolve, write_file
 from oxidav.tree.nodes import ensure_root, select_live
 from oxidav.tree.types import NodeInfo
+from tests.support.files import url
 from tests.support.live import LiveServer
 
 _NODE_AT = PreparedRead(

@@ -7,11 +7,11 @@ import http.client
 import unicodedata
 
 import pytest
-from files_helpers import AUTH, FILES, propfind_props, raw_request, url
 
 from oxidav.authz.authn import accounts
 from oxidav.blobs.fsck import check
 from oxidav.db.models.users import User
+from tests.support.files import AUTH, FILES, propfind_props, raw_request, url
 from tests.support.live import LiveServer
 
 NAMED = (

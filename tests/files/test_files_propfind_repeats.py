@@ -5,9 +5,9 @@ listing (Depth 1), nor a live property from the row."""
 
 from __future__ import annotations
 
-from files_helpers import url
 from lxml import etree
 
+from tests.support.files import url
 from tests.support.live import LiveServer
 
 VALUE = "v" * 50_000

@@ -5,10 +5,10 @@ each member answers as it does when asked on its own (Depth:0)."""
 from __future__ import annotations
 
 import pytest
-from files_helpers import url
 from lxml import etree
 
 import oxidav.providers.files.propfind as propfind
+from tests.support.files import url
 from tests.support.live import LiveServer
 
 NAMES = [

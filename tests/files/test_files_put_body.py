@@ -10,9 +10,9 @@ import socket
 import threading
 
 from cheroot.server import KnownLengthRFile
-from files_helpers import AUTH, raw_request, url
 
 from oxidav.providers.files.body import SocketBody, StreamBody
+from tests.support.files import AUTH, raw_request, url
 from tests.support.live import LiveServer
 
 LOCKINFO = (

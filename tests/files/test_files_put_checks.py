@@ -10,7 +10,6 @@ import threading
 from typing import Any
 
 import pytest
-from files_helpers import url
 from sqlalchemy import event, select, update
 
 from oxidav.blobs.fsck import check
@@ -23,6 +22,7 @@ from oxidav.db.prepared import PreparedRead
 from oxidav.providers.files.locks import DbLockStorage
 from oxidav.providers.files.put import ONE_TRANSACTION_MAX
 from oxidav.tree import locks as lock_rows
+from tests.support.files import url
 from tests.support.live import LiveServer
 
 LOCKINFO = (

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from files_helpers import AUTH, FILES, propfind_props, url
 from sqlalchemy import func, select, update
 
 from oxidav.db.models.tree import DavLock, NodeProperty
 from oxidav.providers.dav.xml_input import MAX_DEPTH, MAX_ELEMENTS
+from tests.support.files import AUTH, FILES, propfind_props, url
 from tests.support.live import LiveServer, in_process_server, make_settings
 
 ENTITY_DTD = '<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
@@ -278,7 +278,7 @@ def test_unreadable_personal_value_of_a_share_is_skipped(
     body with an entity: his calendar home still lists the share, with alice's name."""
     from oxidav.authz.grants.roles import Role
     from oxidav.db.models.share_overrides import ShareOverride
-    from tests.authz.test_shared_collections import BOB_HOME, SHARED_CAL, proppatch, share
+    from tests.support.shared_collections import BOB_HOME, SHARED_CAL, proppatch, share
 
     for user in ("alice", "bob"):  # the first visit of a home creates its calendar
         home = f"/remote.php/dav/calendars/{user}/"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import FILES, Fuzz
-from tests.fuzz.raw_http import build_request
+from tests.support.fuzz import FILES, Fuzz
+from tests.support.raw_http import build_request
 
 _junk = st.text(
     st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40

@@ -10,8 +10,8 @@ from urllib.parse import quote
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import FILES, UPLOADS, Fuzz
-from tests.fuzz.raw_http import build_request
+from tests.support.fuzz import FILES, UPLOADS, Fuzz
+from tests.support.raw_http import build_request
 
 BOUNDARY = "fuzz_boundary"
 _junk = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30)

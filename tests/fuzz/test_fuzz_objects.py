@@ -9,8 +9,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import BOOK, CALENDAR, Fuzz
-from tests.fuzz.raw_http import build_request, exchange
+from tests.support.fuzz import BOOK, CALENDAR, Fuzz
+from tests.support.raw_http import build_request, exchange
 
 _fresh = itertools.count()
 _values = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)

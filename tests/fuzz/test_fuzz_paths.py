@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import Fuzz
-from tests.fuzz.raw_http import build_request
+from tests.support.fuzz import Fuzz
+from tests.support.raw_http import build_request
 
 PREFIXES = [
     "/remote.php/dav/files/alice/",

@@ -9,9 +9,9 @@ import itertools
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import BOOK, CALENDAR, FILES, Fuzz
-from tests.fuzz.raw_http import build_request
-from tests.fuzz.xml_bodies import bodies
+from tests.support.fuzz import BOOK, CALENDAR, FILES, Fuzz
+from tests.support.raw_http import build_request
+from tests.support.xml_bodies import bodies
 
 XML = {"Content-Type": "application/xml; charset=utf-8"}
 PRINCIPAL = "/remote.php/dav/principals/users/alice/"

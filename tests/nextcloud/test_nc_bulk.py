@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nc_helpers import (
+from sqlalchemy import update
+
+from oxidav.authz.grants.roles import Role
+from oxidav.db.models.users import User
+from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, boundary_of
+from oxidav.nextcloud.context import nextcloud_context
+from oxidav.tree import make_folder
+from tests.support.engine_events import recorded_selects
+from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud import (
     BOUNDARY,
     BULK_HEADERS,
     bulk_body,
@@ -20,15 +29,6 @@ from nc_helpers import (
     used,
     user_id,
 )
-from sqlalchemy import update
-
-from oxidav.authz.grants.roles import Role
-from oxidav.db.models.users import User
-from oxidav.nextcloud.bulk.multipart import MultipartError, MultipartReader, boundary_of
-from oxidav.nextcloud.context import nextcloud_context
-from oxidav.tree import make_folder
-from tests.authz.grants_support import StatementCounter
-from tests.support.live import LiveServer, in_process_server, make_settings
 
 BULK = "/remote.php/dav/bulk"
 ALICE = "/remote.php/dav/files/alice"
@@ -215,12 +215,12 @@ def test_bulk_outside_the_share_folder_asks_no_grant_query(incoming_server: Live
     server = incoming_server
     alice, _bob = share_photos(server, Role.EDITOR)
     assert server.services is not None
-    counter = StatementCounter(server.services.db)
-    with counter.counting():
+    db_engine = server.services.db.engine
+    with recorded_selects(db_engine) as seen:
         own = bulk_body(bulk_part("/mine.txt", b"own"))
         resp = server.request("POST", BULK, own, headers=BULK_HEADERS, user="bob")
     assert json.loads(resp.body)["/mine.txt"]["error"] is False
-    assert not [s for s in counter.selects if "grants" in s or "authz_state" in s]
+    assert not [s for s in seen if "grants" in s or "authz_state" in s]
     shared = bulk_body(bulk_part("/Incoming/Photos/new.txt", b"new"))
     resp = server.request("POST", BULK, shared, headers=BULK_HEADERS, user="bob")
     assert json.loads(resp.body)["/Incoming/Photos/new.txt"]["error"] is False

@@ -23,8 +23,8 @@ from urllib.parse import quote
 import pytest
 
 from oxidav.nextcloud.client_version import offers_bulk
-from tests.nextcloud.nc_sync import local_files, nextcloudcmd, requests_of, transfers
 from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud_sync import local_files, nextcloudcmd, requests_of, transfers
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nextcloudcmd") is None, reason="nextcloudcmd is not installed"

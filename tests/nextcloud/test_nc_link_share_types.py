@@ -14,7 +14,7 @@ from oxidav.authz.links.store import create_link, delete_link
 from oxidav.db import utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.tree import resolve
-from tests.authz.grants_support import StatementCounter
+from tests.support.engine_events import recorded_selects
 from tests.support.live import LiveServer
 
 ALICE = "/remote.php/dav/files/alice"
@@ -66,17 +66,17 @@ def test_live_links_show_as_share_type_3(live_server: LiveServer) -> None:
         )
         bob = Subject.user(user_id(session, "bob"))
         grant(session, bob, resolve_target(session, "files/alice/Linked"), Role.VIEWER)
-    counter = StatementCounter(server.services.db)
-    with counter.counting():
+    db_engine = server.services.db.engine
+    with recorded_selects(db_engine) as seen:
         root = share_types(server, ALICE + "/")
     assert root[ALICE + "/Linked/"] == "0,3"  # a user share and a link
     assert root[ALICE + "/doc.txt"] == "3"
     assert root[ALICE + "/old.txt"] == ""  # expired: no link any more
     assert root[ALICE + "/Plain/"] == ""
     # Read with the user and group shares: once for the folder asked, once for its members.
-    links = [s for s in counter.selects if "public_links" in s]
-    grants = [s for s in counter.selects if "DISTINCT grants.resource_id" in s]
-    assert len(links) == len(grants) <= 2, counter.selects
+    links = [s for s in seen if "public_links" in s]
+    grants = [s for s in seen if "DISTINCT grants.resource_id" in s]
+    assert len(links) == len(grants) <= 2, seen
     assert share_types(server, ALICE + "/Linked/")[ALICE + "/Linked/inside.txt"] == ""
     # The recipient sees the share, not alice's link.
     assert "3" not in share_types(server, BOB + "/", user="bob")[BOB + "/Linked/"]

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.nextcloud.nc_helpers import ocs, sharing_tree
 from tests.support.live import LiveServer
+from tests.support.nextcloud import ocs, sharing_tree
 
 V2 = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
 ALICE = "/remote.php/dav/files/alice"

@@ -6,11 +6,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-from nc_helpers import node_at, user_id
-
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.favorites import set_favorite
 from tests.support.live import LiveServer
+from tests.support.nextcloud import node_at, user_id
 
 FILES = "/remote.php/dav/files/alice"
 PROPFIND = (

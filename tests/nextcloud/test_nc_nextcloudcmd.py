@@ -20,7 +20,8 @@ from urllib.parse import quote
 import pytest
 
 from oxidav.services import Services
-from tests.nextcloud.nc_sync import (
+from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud_sync import (
     TreeShape,
     local_files,
     make_tree,
@@ -29,7 +30,6 @@ from tests.nextcloud.nc_sync import (
     server_files,
     transfers,
 )
-from tests.support.live import LiveServer, in_process_server, make_settings
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nextcloudcmd") is None, reason="nextcloudcmd is not installed"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nextcloud.nc_sync import MB, local_files, requests_of
 from tests.support.live import LiveServer
+from tests.support.nextcloud_sync import MB, local_files, requests_of
 from tests.support.rclone import rclone_runner
 
 pytestmark = pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed")

@@ -13,23 +13,15 @@ from typing import Any
 
 from sqlalchemy import update
 
-from oxidav.authz.authn import accounts
 from oxidav.db import utcnow
 from oxidav.db.models.authz import Grant
-from tests.nextcloud.nc_helpers import ocs
-from tests.support.live import LiveServer, Response
-
-SHARES = "/ocs/v2.php/apps/files_sharing/api/v1/shares"
-DAV = "/remote.php/dav/files"
+from tests.support.live import LiveServer
+from tests.support.nextcloud import ocs
+from tests.support.share_bits import DAV, LOCKINFO, SHARES, add_users, dav, share, status
 
 READ, UPDATE, CREATE, DELETE, SHARE = 1, 2, 4, 8, 16
 #: Each bit alone and the common sums.
 BITS = (1, 2, 4, 8, 16, 3, 5, 9, 15, 17, 31)
-LOCKINFO = (
-    '<?xml version="1.0" encoding="utf-8"?><d:lockinfo xmlns:d="DAV:">'
-    "<d:lockscope><d:exclusive/></d:lockscope><d:locktype><d:write/></d:locktype>"
-    "<d:owner>bob</d:owner></d:lockinfo>"
-)
 PROPPATCH = (
     '<?xml version="1.0"?><d:propertyupdate xmlns:d="DAV:" xmlns:x="urn:x">'
     "<d:set><d:prop><x:note>hi</x:note></d:prop></d:set></d:propertyupdate>"
@@ -43,33 +35,6 @@ FILTER_FAVORITES = (
     "<d:prop><d:getetag/></d:prop><oc:filter-rules><oc:favorite>1</oc:favorite>"
     "</oc:filter-rules></oc:filter-files>"
 )
-
-
-def add_users(server: LiveServer, *names: str) -> LiveServer:
-    assert server.services is not None
-    for name in names:
-        accounts.create_user(server.services.db, name, "secret", email=f"{name}@example.org")
-        server.users[name] = "secret"
-    return server
-
-
-def dav(
-    server: LiveServer, user: str, method: str, path: str, body: Any = None, **headers: str
-) -> Response:
-    return server.request(method, f"{DAV}/{user}{path}", body, headers=headers, user=user)
-
-
-def status(
-    server: LiveServer, user: str, method: str, path: str, body: Any = None, **h: str
-) -> int:
-    return int(dav(server, user, method, path, body, **h).status)
-
-
-def share(
-    server: LiveServer, user: str, path: str, to: str, bits: int, **more: Any
-) -> tuple[int, dict[str, Any]]:
-    params = {"path": path, "shareType": 0, "shareWith": to, "permissions": bits, **more}
-    return ocs(server, "POST", SHARES, user, params)
 
 
 def dest(user: str, path: str) -> str:

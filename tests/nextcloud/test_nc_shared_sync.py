@@ -23,9 +23,9 @@ import pytest
 from oxidav.authz.grants.roles import Role
 from oxidav.authz.grants.store import Subject, grant
 from oxidav.authz.grants.targets import resolve_target, user_id
-from tests.nextcloud.nc_helpers import ocs
-from tests.nextcloud.nc_sync import local_files, requests_of, server_files
 from tests.support.live import LiveServer, in_process_server, make_settings
+from tests.support.nextcloud import ocs
+from tests.support.nextcloud_sync import local_files, requests_of, server_files
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nextcloudcmd") is None, reason="nextcloudcmd is not installed"

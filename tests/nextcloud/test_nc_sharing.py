@@ -12,8 +12,8 @@ from lxml import etree
 
 from oxidav.authz.grants.groups import add_member, create_group
 from oxidav.authz.grants.targets import user_id
-from tests.nextcloud.nc_helpers import FORM, ocs, sharing_tree
 from tests.support.live import LiveServer
+from tests.support.nextcloud import FORM, ocs, sharing_tree
 
 V1 = "/ocs/v1.php/apps/files_sharing/api/v1/shares"
 V2 = "/ocs/v2.php/apps/files_sharing/api/v1/shares"

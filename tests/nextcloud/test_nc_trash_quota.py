@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 
-from nc_helpers import user_id
 from sqlalchemy import update
 
 from oxidav.db.models.users import User
 from oxidav.tree.trash import list_trash
 from tests.support.live import LiveServer
+from tests.support.nextcloud import user_id
 
 FILES = "/remote.php/dav/files/alice"
 QUOTA = 100_000

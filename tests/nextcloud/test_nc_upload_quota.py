@@ -9,12 +9,12 @@ import base64
 import http.client
 from collections.abc import Iterator
 
-from nc_helpers import used, user_id
 from sqlalchemy import func, select, update
 
 from oxidav.db.models.nextcloud import UploadChunk
 from oxidav.db.models.users import User
 from tests.support.live import LiveServer
+from tests.support.nextcloud import used, user_id
 
 UP = "/remote.php/dav/uploads/alice"
 FILES = "/remote.php/dav/files/alice"

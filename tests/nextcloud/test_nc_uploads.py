@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import re
 
-from nc_helpers import content_of, node_at, share_photos, used, user_id
 from sqlalchemy import update
 
 from oxidav.authz.grants.roles import Role
 from oxidav.db.models.users import User
 from oxidav.nextcloud.context import nextcloud_context
 from tests.support.live import LiveServer
+from tests.support.nextcloud import content_of, node_at, share_photos, used, user_id
 
 UP = "/remote.php/dav/uploads/alice"
 FILES = "/remote.php/dav/files/alice"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .soak import oxidav
+from tests.support.soak.runner import oxidav
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import os
 import pytest
 
 from oxidav.db import Database
-
-from .references import reference_mismatches
-from .soak import Soak, Stats, oxidav
+from tests.support.soak.references import reference_mismatches
+from tests.support.soak.runner import Soak, Stats, oxidav
 
 
 def assert_store_consistent(env: dict[str, str]) -> None:

@@ -10,11 +10,10 @@ from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest
 from oxidav.db.models.tree import Node
 from tests.support.live import LiveServer
-
-from . import model
-from .model import Entry
-from .references import reference_mismatches
-from .soak import Soak
+from tests.support.soak import model
+from tests.support.soak.model import Entry
+from tests.support.soak.references import reference_mismatches
+from tests.support.soak.runner import Soak
 
 
 def test_reference_mismatches_find_a_leaked_and_a_dropped_reference(

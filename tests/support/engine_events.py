@@ -40,3 +40,13 @@ def recorded_statements(
 def recorded_commits(engine: Engine) -> Any:
     """One entry (the connection) per commit."""
     return engine_events(engine, "commit", lambda conn: conn)
+
+
+def recorded_selects(engine: Engine) -> Any:
+    """The SQL of each SELECT (or WITH ... SELECT) sent while the block runs."""
+    return recorded_statements(
+        engine,
+        lambda statement: (
+            statement if statement.lstrip().upper().startswith(("SELECT", "WITH")) else None
+        ),
+    )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tree_helpers import CountingRefs, add_user
 
 from oxidav.db import Database
+from tests.support.tree import CountingRefs, add_user
 
 
 @pytest.fixture

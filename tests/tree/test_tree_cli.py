@@ -10,13 +10,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tree_helpers import add_user
 
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.settings import Settings
 from oxidav.tree import resolve, trash_node, write_file
 from oxidav.tree.cli import parse_age
+from tests.support.tree import add_user
 
 
 def test_parse_age():

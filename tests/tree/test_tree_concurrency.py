@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from tree_helpers import CountingRefs, content
-
 from oxidav.tree import make_folder, move_node, resolve, write_file
 from oxidav.tree.listing import list_subtree
+from tests.support.tree import CountingRefs, content
 
 
 def test_concurrent_writers_keep_sizes_consistent(database, user):

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
-from tree_helpers import add_user, content
 
 from oxidav.db import Database, utcnow
 from oxidav.db.models.tree import Node
@@ -33,6 +32,7 @@ from oxidav.tree import (
 )
 from oxidav.tree.props import get_props, set_props
 from oxidav.tree.quota import available_bytes, used_bytes
+from tests.support.tree import add_user, content
 
 
 def _etags(db: Database, user: int, *paths: str) -> list[str]:

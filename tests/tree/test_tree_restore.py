@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
-from tree_helpers import add_user, content
 
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
@@ -24,6 +23,7 @@ from oxidav.tree import (
 from oxidav.tree.props import get_props, set_props
 from oxidav.tree.quota import used_bytes
 from oxidav.tree.trash import list_trash
+from tests.support.tree import add_user, content
 
 
 def _etag(db: Database, user: int, path: str) -> str:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import delete
-from tree_helpers import CountingRefs, add_user, content
 
 from oxidav.db import Database
 from oxidav.db.models.tree import Node
@@ -16,6 +15,7 @@ from oxidav.tree import Conflict, IsAFolder, QuotaExceeded, make_folder, resolve
 from oxidav.tree.errors import PreconditionFailed
 from oxidav.tree.nodes import ROLL_UP_PREPARED_DEPTH
 from tests.support.engine_events import recorded_statements
+from tests.support.tree import CountingRefs, add_user, content
 
 
 def statements(db: Database) -> Any:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import event, insert
+from sqlalchemy import insert
 
 from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import GrantEngine
@@ -97,27 +95,3 @@ def make_world(db: Database) -> World:
     alice, bob, carol = (add_user(db, n) for n in ("alice", "bob", "carol"))
     build_tree(db, alice.user_id, TREE)
     return World(db, alice, bob, carol, Clock())
-
-
-class StatementCounter:
-    """Counts the SELECTs sent to the database (SQLAlchemy ``before_cursor_execute``)."""
-
-    def __init__(self, db: Database) -> None:
-        self.engine = db.engine
-        self.statements: list[str] = []
-
-    def _on_execute(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        self.statements.append(statement)
-
-    @property
-    def selects(self) -> list[str]:
-        return [s for s in self.statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]
-
-    @contextmanager
-    def counting(self) -> Iterator[StatementCounter]:
-        self.statements.clear()
-        event.listen(self.engine, "before_cursor_execute", self._on_execute)
-        try:
-            yield self
-        finally:
-            event.remove(self.engine, "before_cursor_execute", self._on_execute)

@@ -33,9 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process
-
-from . import model
-from .model import Entry, Namespace
+from tests.support.soak import model
+from tests.support.soak.model import Entry, Namespace
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"alice:secret").decode()}
 FILES = "/remote.php/dav/files/alice"

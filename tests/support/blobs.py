@@ -1,10 +1,14 @@
-"""Helpers of the blob tests: a store decorator that records writes, and database peeks."""
+"""Helpers of the blob tests: encryption keys, a store decorator that records writes, the log
+of an S3 client's requests, a store stack under test, sources that fail, database peeks."""
 
 from __future__ import annotations
 
+import base64
+import collections
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
@@ -12,6 +16,52 @@ from oxidav.blobs import BlobStore
 from oxidav.blobs.store import READ_BLOCK
 from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
+
+KEY_A = bytes(range(32))
+KEY_B = bytes(range(32, 64))
+B64_KEY_A = base64.b64encode(KEY_A).decode()
+B64_KEY_B = base64.b64encode(KEY_B).decode()
+
+
+@dataclass
+class RequestLog:
+    """HTTP requests sent by one boto3 client, counted by method."""
+
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: object, **_kwargs: object) -> None:
+        with self.lock:
+            self.counts[request.method] += 1  # type: ignore[attr-defined]
+
+    def reset(self) -> None:
+        with self.lock:
+            self.counts.clear()
+
+    def __getitem__(self, method: str) -> int:
+        return self.counts[method]
+
+
+@dataclass
+class StoreUnderTest:
+    name: str
+    store: BlobStore
+    requests: RequestLog | None  # None for stacks without S3
+    cached: bool
+
+
+def make_source(
+    chunks: list[bytes], fail_after: int | None = None
+) -> Callable[[], Iterator[bytes]]:
+    """An iterable source that raises ``OSError`` after ``fail_after`` pieces."""
+
+    def gen() -> Iterator[bytes]:
+        for i, piece in enumerate(chunks):
+            if fail_after is not None and i >= fail_after:
+                raise OSError("client went away")
+            yield piece
+
+    return gen
 
 
 class RecordingStore:

@@ -16,7 +16,7 @@ from pathlib import Path
 from oxidav.blobs import BlobChain
 from oxidav.db import Database
 from oxidav.tree import list_subtree
-from tests.nextcloud.nc_helpers import user_id
+from tests.support.nextcloud import user_id
 
 MB = 1024 * 1024
 #: Names the client keeps in LOCALDIR for itself (journal, its WAL and the sync log).
