@@ -2,8 +2,8 @@
 
 Both contenders run as their own process on 127.0.0.1 (so the client does not share their GIL
 and their memory can be read from /proc): WsgiDAV's stock ``FilesystemProvider`` through the
-``wsgidav`` command (anonymous, default stack, as wsgidav.md §5 measured it) and ``oxidav
-serve`` with user alice. Each is polled until its port answers and stopped by PID.
+``wsgidav`` command (anonymous, default stack, as docs/wsgidav.md#propfind-cost describes it) and
+``oxidav serve`` with user alice. Each is polled until its port answers and stopped by PID.
 """
 
 from __future__ import annotations

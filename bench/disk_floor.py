@@ -1,8 +1,8 @@
 """What durability costs on this disk: the floors under the files provider's PUT figures.
 
 WsgiDAV's FilesystemProvider never fsyncs: its PUT is done when the bytes are in the page
-cache. oxidav's PUT answers only once the content is on stable storage (DESIGN §6), so its
-PUT figures cannot beat what the disk itself does durably. This measures that, in the folder
+cache. oxidav's PUT answers only once the content is on stable storage (docs/architecture.md#blobs),
+so its PUT figures cannot beat what the disk itself does durably. This measures that, in the folder
 given (default: a temporary folder in the current one, i.e. the disk the data dir is on):
 
 - ``large``: ``--mib`` MiB of random bytes written in 4 MiB blocks to a new file, then one

@@ -1,4 +1,4 @@
-"""The ``oxidav`` command line (DESIGN §5).
+"""The ``oxidav`` command line (docs/architecture.md#command-line).
 
 Each command is a small handler ``(args, settings) -> exit code``. Rooms with commands of their
 own (blobs, tree) contribute them through a ``register(subparsers)`` function in their ``cli``

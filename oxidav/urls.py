@@ -1,4 +1,5 @@
-"""The URL layout of DESIGN §4 in one place: every href oxidav builds comes from here."""
+"""The URL layout of docs/architecture.md#urls in one place: every href oxidav builds comes from
+here."""
 
 from __future__ import annotations
 

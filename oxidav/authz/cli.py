@@ -1,4 +1,4 @@
-"""Operator commands for groups and grants (DESIGN §5)::
+"""Operator commands for groups and grants (docs/architecture.md#command-line)::
 
     oxidav group add NAME | delete NAME | list
     oxidav group member add GROUP (--user U | --group G)

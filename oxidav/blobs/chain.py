@@ -27,7 +27,7 @@ from oxidav.settings import Settings
 
 
 class BlobChain:
-    """Content-addressed, chunked, deduplicated content storage (DESIGN §6 "Blobs").
+    """Content-addressed, chunked, deduplicated content storage (docs/architecture.md#blobs).
 
     Thread-safe: every call uses its own short sessions; the store is shared.
     """

@@ -1,4 +1,5 @@
-"""``oxidav blobs fsck [--deep] | gc [--grace SECONDS] | migrate --to URL`` (DESIGN §5).
+"""``oxidav blobs fsck [--deep] | gc [--grace SECONDS] | migrate --to URL``
+(docs/architecture.md#command-line).
 
 Maintenance commands talk to the store *without* the local cache, so that fsck sees what is
 really stored and gc / migrate do not churn the cache. Each shows its progress

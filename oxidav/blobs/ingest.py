@@ -1,10 +1,10 @@
 """Streaming ingest: bytes -> FastCDC -> BLAKE3 -> new chunks written -> sync sweep -> manifest.
 
-The order is the durability rule of DESIGN §6: chunk bytes are written unsynced, made durable by
-sync sweeps, and only then is the manifest row committed — a manifest is never visible before
-every byte it names is on stable storage. A failure at any point (the client goes away, a short
-body, a store or database error) leaves no manifest and changes no refcount; the chunks already
-written stay as unreferenced rows that gc collects after its grace period.
+The order is the durability rule of docs/architecture.md#blobs: chunk bytes are written unsynced,
+made durable by sync sweeps, and only then is the manifest row committed — a manifest is never
+visible before every byte it names is on stable storage. A failure at any point (the client goes
+away, a short body, a store or database error) leaves no manifest and changes no refcount; the
+chunks already written stay as unreferenced rows that gc collects after its grace period.
 
 Each batch of chunks is claimed in one write transaction (``catalog.claim_chunks``): the chunks
 already referenced are dropped, the others are registered as *intents* (refcount 0, fresh

@@ -11,13 +11,13 @@ chunk (``blob_chunks.data``):
 * **Writing** (``Ingest.run(publish=False)``, the PUT path): the chunk is neither claimed nor
   written to the store. The ``PendingContent`` carries its bytes, and its ``incref``, inside
   the caller's transaction, upserts the chunk row with them (``chunk_rows.add_content_chunk``):
-  chunk and node row commit in one transaction, or neither does. The rule of DESIGN §6 — a
-  content is never visible before the bytes it names are as durable as it is — holds by
-  construction: the bytes are in the same commit as the row that names them. A crash loses
-  both or neither, never the bytes alone; the previous version stays. That is the durability
-  of every other row oxidav commits (calendar objects and vCards are stored the same way), on
-  PostgreSQL a synced WAL record and on SQLite a WAL frame synced at the next checkpoint (at
-  the commit with ``sqlite_synchronous = "full"``).
+  chunk and node row commit in one transaction, or neither does. The rule of
+  docs/architecture.md#blobs — a content is never visible before the bytes it names are as durable
+  as it is — holds by construction: the bytes are in the same commit as the row that names them. A
+  crash loses both or neither, never the bytes alone; the previous version stays. That is the
+  durability of every other row oxidav commits (calendar objects and vCards are stored the same
+  way), on PostgreSQL a synced WAL record and on SQLite a WAL frame synced at the next checkpoint
+  (at the commit with ``sqlite_synchronous = "full"``).
 * **Named by its chunk**: such a content has no manifest row. Its manifest would be one entry
   naming its one chunk, so the chunk's hash — which is also the content's BLAKE3 — names the
   content, and the chunk row counts its references (``blob_chunks.content_refs``, included

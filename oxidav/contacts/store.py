@@ -158,7 +158,8 @@ class ContactStore:
             return [(_book(row), str(username)) for row, username in rows]
 
     def ensure_default(self, user_id: int) -> list[BookInfo]:
-        """The user's books, creating ``contacts`` first if the user has none (DESIGN §4)."""
+        """The user's books, creating ``contacts`` first if the user has none
+        (docs/architecture.md#urls)."""
         books = self.collections(user_id)
         if books:
             return books

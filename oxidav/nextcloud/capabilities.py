@@ -1,9 +1,9 @@
 """What oxidav tells Nextcloud clients about itself: the version and the capabilities.
 
 This is the one place that lists the Nextcloud features oxidav advertises. A client changes
-its behaviour on each of them (nextcloud_protocol.md A.3): ``dav.chunking`` selects chunked
-upload v2, ``dav.bulkupload`` the bulk endpoint, ``checksums`` the ``OC-Checksum`` header. So
-a feature goes in here only once it works end to end.
+its behaviour on each of them (docs/nextcloud-protocol.md#capabilities): ``dav.chunking`` selects
+chunked upload v2, ``dav.bulkupload`` the bulk endpoint, ``checksums`` the ``OC-Checksum`` header.
+So a feature goes in here only once it works end to end.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def capabilities(bulk_upload: bool = True) -> dict[str, Any]:
     """The ``capabilities`` object of ``/ocs/v{1,2}.php/cloud/capabilities``.
 
     ``bulk_upload`` (setting ``nextcloud_bulk_upload``) switches ``dav.bulkupload``: without
-    it clients PUT small files one by one (nextcloud_protocol.md A.8)."""
+    it clients PUT small files one by one (docs/nextcloud-protocol.md#uploads)."""
     dav = {"chunking": "1.0", **({"bulkupload": "1.0"} if bulk_upload else {})}
     return {
         "core": {"pollinterval": 60, "webdav-root": "remote.php/webdav"},
@@ -92,8 +92,9 @@ def sharing_block() -> dict[str, Any]:
 
 
 def status(maintenance: bool = False) -> dict[str, Any]:
-    """The object of ``/status.php`` (nextcloud_protocol.md A.2); ``maintenance`` while the
-    database or the blob store does not answer, so clients wait instead of failing."""
+    """The object of ``/status.php`` (docs/nextcloud-protocol.md#status-and-discovery);
+    ``maintenance`` while the database or the blob store does not answer, so clients wait instead of
+    failing."""
     return {
         "installed": True,
         "maintenance": maintenance,

@@ -1,7 +1,8 @@
 """Upload checksums: the ``OC-Checksum: <TYPE>:<hex>`` header, verified while the body streams.
 
 The desktop client sends ``OC-Checksum: SHA1:<hex>`` with uploads when the server advertises
-``checksums.supportedTypes`` (nextcloud_protocol.md A.3, A.8). ``VerifyingInput`` wraps
+``checksums.supportedTypes`` (docs/nextcloud-protocol.md#capabilities, #uploads). ``VerifyingInput``
+wraps
 ``wsgi.input``: it hashes every byte handed to the reader and, on the read that completes the
 body (the declared Content-Length is reached, or end of stream), compares the digest and
 raises ``ChecksumMismatch`` instead of returning the last bytes. The reader (the files

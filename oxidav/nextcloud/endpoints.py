@@ -1,5 +1,5 @@
 """The non-DAV Nextcloud endpoints: ``/status.php`` and the OCS ``cloud/capabilities`` and
-``cloud/user`` calls (nextcloud_protocol.md A.1 to A.4); Login Flow v2 lives in
+``cloud/user`` calls (docs/nextcloud-protocol.md#status-and-discovery); Login Flow v2 lives in
 ``oxidav.nextcloud.login_flow`` and is routed here too.
 
 They are routes of ``oxidav.routes.Router`` and so run before the DAV stack's authentication:

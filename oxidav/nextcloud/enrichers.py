@@ -1,9 +1,9 @@
 """The Nextcloud PROPFIND enrichment: ``oc:`` and ``nc:`` properties of files and folders.
 
 ``NodeEnricher`` implements ``oxidav.providers.dav.enrichment.Enricher`` over the tree's
-``NodeInfo`` rows (nextcloud_protocol.md A.6): ``oc:id`` (zero-padded file id + instance id,
-stable across MOVE), ``oc:fileid``, ``oc:permissions``, ``oc:size`` (folders: the rolled-up
-size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:share-types``,
+``NodeInfo`` rows (docs/nextcloud-protocol.md#propfind-properties): ``oc:id`` (zero-padded file id +
+instance id, stable across MOVE), ``oc:fileid``, ``oc:permissions``, ``oc:size`` (folders: the
+rolled-up size), ``oc:checksums``, ``oc:favorite`` (also settable by PROPPATCH), ``oc:share-types``,
 ``oc:data-fingerprint`` (root only, constant), ``oc:owner-id``, ``oc:owner-display-name``
 (the node's owner: for a share, the sharer) and ``nc:has-preview`` (false: no previews yet).
 

@@ -1,4 +1,5 @@
-"""Response headers Nextcloud clients insist on (nextcloud_protocol.md A.8 to A.10).
+"""Response headers Nextcloud clients insist on
+(docs/nextcloud-protocol.md#headers-and-status-codes).
 
 After a successful PUT, MKCOL, MOVE or COPY the provider leaves the target's node row in the
 environ; from it the client gets ``OC-FileId`` (hard error "Missing File ID from server"
@@ -93,7 +94,8 @@ def finish_headers(
 
 def _download_headers(environ: Mapping[str, Any], headers: Headers) -> None:
     """GET/HEAD of a file: ``OC-ETag`` and the stored ``OC-Checksum`` (the first, preferred
-    one of ``oc:checksums``), which the desktop client verifies (nextcloud_protocol.md A.9)."""
+    one of ``oc:checksums``), which the desktop client verifies
+    (docs/nextcloud-protocol.md#headers-and-status-codes)."""
     node = written_node(environ)
     if node is None or node.is_folder:
         return

@@ -4,7 +4,8 @@ It enriches the one WsgiDAV surface for Nextcloud clients and never re-implement
 method. Per request it:
 
 - answers ``POST /remote.php/dav/bulk`` (bulk upload, ``oxidav.nextcloud.bulk``);
-- installs the ``oc:``/``nc:`` PROPFIND enrichers into the environ (DESIGN §3), which the
+- installs the ``oc:``/``nc:`` PROPFIND enrichers into the environ
+(docs/architecture.md#request-path), which the
   ``oc:filter-files`` REPORT and SEARCH (``oxidav.nextcloud.search``) answer with too;
 - checks an ``OC-Checksum`` on PUT while the body streams (mismatch: 400, nothing stored) and
   rejects a malformed ``X-OC-Mtime`` with 400;

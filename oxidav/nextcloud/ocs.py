@@ -3,7 +3,7 @@
 Nextcloud's OCS API answers in XML unless ``?format=json`` (or an ``Accept`` of
 ``application/json``) asks for JSON. v1 reports success as ``statuscode`` 100, v2 as 200.
 JSON is written without spaces: the desktop client finds the status with the regular
-expression ``"statuscode":(\\d+)`` (nextcloud_protocol.md A.3).
+expression ``"statuscode":(\\d+)`` (docs/nextcloud-protocol.md#capabilities).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``PrincipalsProvider``: principals (RFC 3744 §2, RFC 5397) at ``/remote.php/dav/principals/``.
 
-URL layout below the mount point (DESIGN §4)::
+URL layout below the mount point (docs/architecture.md#urls)::
 
     /                   the principal collection (member: users)
     /users/             lists the authenticated user only

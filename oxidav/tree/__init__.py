@@ -1,5 +1,5 @@
 """The file tree as data: nodes, create / move / copy / delete / trash, etag roll-up, quotas,
-dead properties and locks — no HTTP, no WsgiDAV (DESIGN §2, §6 "Nodes").
+dead properties and locks — no HTTP, no WsgiDAV (docs/architecture.md#rooms, #nodes).
 
 Every operation takes the caller's SQLAlchemy session, so one request is one transaction;
 paths are relative to the user's root in the materialized form of ``names.normalize_path``

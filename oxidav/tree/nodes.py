@@ -6,8 +6,8 @@ writers, so there ``tree.writes.write_file`` reads the root with the parent and 
 one statement instead). All writers of a tree therefore take their row locks root first, so
 concurrent writers queue instead of deadlocking, and a check-then-write (does the name exist?
 does the quota allow it?) cannot race. ``propagate`` then gives the changed folder and all its
-ancestors a new etag, adjusts their rolled-up size and mtime in one UPDATE (DESIGN §6: a
-Nextcloud client skips every subtree whose etag did not change).
+ancestors a new etag, adjusts their rolled-up size and mtime in one UPDATE
+(docs/architecture.md#nodes: a Nextcloud client skips every subtree whose etag did not change).
 
 The statements of these hot paths (every request resolves nodes, every write locks the tree and
 rolls up) are built once at import with bind parameters and run on the session's connection

@@ -1,4 +1,4 @@
-"""GET/HEAD of a file carry the stored ``OC-Checksum`` and ``OC-ETag`` (nextcloud_protocol.md
+"""GET/HEAD of a file carry the stored ``OC-Checksum`` and ``OC-ETag`` (docs/nextcloud-protocol.md
 A.9); a partial (206) answer carries no whole-file checksum."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Helpers of the real-client tests: generated trees, running ``nextcloudcmd``, both sides as
-``{path: bytes}``, and the access-log lines of a run (TESTING.md, nextcloud_protocol.md A.0).
+``{path: bytes}``, and the access-log lines of a run (TESTING.md,
+docs/nextcloud-protocol.md#running-nextcloudcmd).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The grant engine: ``check`` one resource, ``filter`` a listing (DESIGN §3: authz lives here).
+"""The grant engine: ``check`` one resource, ``filter`` a listing
+(docs/architecture.md#request-path: authz lives here).
 
 **Rules.** The owner of a resource may do everything. Anyone else holds the permission bits of
 the unexpired grants that reach the resource — grants to them or to any group they belong to

@@ -3,7 +3,8 @@
 ``principal_grants`` resolves the user's groups with a recursive CTE and returns every
 unexpired grant to the user or to any of those groups in the same statement.
 ``folder_chains`` returns, for any number of folders, the ids of each folder and all its
-ancestors, read through the tree's materialized paths (DESIGN §6) in one statement; it reads the
+ancestors, read through the tree's materialized paths (docs/architecture.md#nodes) in one statement;
+it reads the
 ``nodes`` table but writes nothing there.
 """
 

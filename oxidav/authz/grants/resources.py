@@ -2,8 +2,8 @@
 
 Grants reference a resource by its kind and integer id only (no foreign key into another
 room's tables). The engine needs a little more about a resource to decide: who owns it, and for
-tree nodes, where it sits (its parent id and materialized path, DESIGN §6), which is how a grant
-on a folder reaches everything below it.
+tree nodes, where it sits (its parent id and materialized path, docs/architecture.md#nodes), which
+is how a grant on a folder reaches everything below it.
 """
 
 from __future__ import annotations

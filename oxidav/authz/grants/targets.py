@@ -1,5 +1,6 @@
 """Naming resources for people: ``files/<user>/<path>``, ``calendars/<user>/<uri>``,
-``addressbooks/<user>/<uri>`` — the same shape as their DAV URLs (DESIGN §4), without the
+``addressbooks/<user>/<uri>`` — the same shape as their DAV URLs (docs/architecture.md#urls),
+without the
 ``/remote.php/dav/`` prefix. Used by the operator commands; reads other rooms' tables.
 """
 

@@ -5,9 +5,9 @@
 - ``grants``: a subject (a user or a group) holds permission bits on a resource named by
   ``(resource_kind, resource_id)`` — a folder or file node, a calendar or an address book —
   until ``expires_at`` (None: no expiry). There is no foreign key into the tree, calendars or
-  contacts tables (DESIGN: no cross-room foreign keys); ``owner_id`` records the resource's
-  owner so that a grant never applies to another user's resource that later got the same id.
-  Subjects are foreign keys to ``users`` / ``user_groups`` so that deleting a user or group
+  contacts tables (docs/architecture.md#no-foreign-keys-between-rooms); ``owner_id`` records the
+  resource's owner so that a grant never applies to another user's resource that later got the same
+  id. Subjects are foreign keys to ``users`` / ``user_groups`` so that deleting a user or group
   drops their grants (a reused id must never inherit them). ``created_by`` other than the owner
   marks a reshare: deleting its maker deletes it (it was worth only what the maker held).
 - ``authz_state``: one row whose ``generation`` is incremented in the same transaction as every

@@ -2,8 +2,9 @@
 
 A calendar object keeps the iCalendar text exactly as the client sent it (so ``GET`` returns the
 same bytes and the ETag can be a hash of them) plus the columns a calendar-query needs to
-pre-filter in SQL (RFC 4791 §7.8; DESIGN §6): the component type, the UID, and the first start
-and last end of all its instances in UTC. ``first_start`` NULL means "unbounded in the past",
+pre-filter in SQL (RFC 4791 §7.8; docs/architecture.md#calendars-and-contacts): the component type,
+the UID, and the first start and last end of all its instances in UTC. ``first_start`` NULL means
+"unbounded in the past",
 ``last_end`` NULL "unbounded in the future" (an infinite RRULE); both bounds are conservative,
 the exact test happens in Python on the candidates only.
 """

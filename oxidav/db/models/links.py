@@ -4,7 +4,8 @@
 resource_id)`` of ``owner_id`` as ``mode`` allows (``read``, ``upload`` — a file drop — or
 ``edit``), after giving the password whose argon2id hash is ``password_hash`` (None: no
 password), until ``expires_at`` (None: no expiry). Like grants, there is no foreign key into
-the tree (DESIGN: no cross-room foreign keys): a link whose node is gone, trashed or no longer
+the tree (docs/architecture.md#no-foreign-keys-between-rooms): a link whose node is gone, trashed or
+no longer
 ``owner_id``'s is dead. Deleting the owner drops their links.
 """
 

@@ -4,10 +4,10 @@ per-recipient ``file_target``).
 ``mount_names``: user ``user_id`` sees the shared node ``node_id`` of user ``owner_id`` as the
 member ``name`` of their share folder. One row per (recipient, shared node): a node reaching a
 user through several grants (his own and a group's) is one mount, as in Nextcloud. Like grants,
-no foreign key into the tree (DESIGN: no cross-room foreign keys); ``owner_id`` records whose
-node it was, so a row never names another user's node that later got the same id. Deleting the
-recipient or the owner drops the row. ``id`` orders the rows: when two stored names collide,
-the older row keeps its name (``oxidav.authz.grants.mount_names``).
+no foreign key into the tree (docs/architecture.md#no-foreign-keys-between-rooms); ``owner_id``
+records whose node it was, so a row never names another user's node that later got the same id.
+Deleting the recipient or the owner drops the row. ``id`` orders the rows: when two stored names
+collide, the older row keeps its name (``oxidav.authz.grants.mount_names``).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ properties (its name, colour and order in their clients), as Nextcloud keeps the
 
 ``share_overrides``: user ``user_id`` sees the property ``name`` (Clark notation) of the shared
 collection ``(resource_kind, resource_id)`` as the XML element ``value``; the owner and other
-recipients keep theirs. Like grants, no foreign key into the rooms' tables (DESIGN: no
-cross-room foreign keys); the providers drop the rows with the collection or the share.
-Deleting the user drops theirs.
+recipients keep theirs. Like grants, no foreign key into the rooms' tables
+(docs/architecture.md#no-foreign-keys-between-rooms: no cross-room foreign keys); the providers drop
+the rows with the collection or the share. Deleting the user drops theirs.
 """
 
 from __future__ import annotations

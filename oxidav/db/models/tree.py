@@ -1,7 +1,7 @@
 """Tables of the tree room: file/folder nodes, their dead properties, and WebDAV locks.
 
-``nodes`` holds every file and folder of every user (DESIGN §6 "Nodes"). The integer ``id`` is
-Nextcloud's ``oc:fileid``. ``path`` is the materialized path below the user's root (``""`` for
+``nodes`` holds every file and folder of every user (docs/architecture.md#nodes). The integer ``id``
+is Nextcloud's ``oc:fileid``. ``path`` is the materialized path below the user's root (``""`` for
 the root, ``"/a/b"`` below it); it is compared byte-wise (``COLLATE "C"`` on PostgreSQL, SQLite's
 default BINARY), so ``path >= '/a/' AND path < '/a0'`` selects exactly the subtree of ``/a`` and
 can use the ``(user_id, path)`` index. Trashed nodes keep their rows (``trashed_at`` set) until

@@ -1,4 +1,4 @@
-"""Nextcloud bulk upload, ``POST /remote.php/dav/bulk`` (nextcloud_protocol.md A.8).
+"""Nextcloud bulk upload, ``POST /remote.php/dav/bulk`` (docs/nextcloud-protocol.md#uploads).
 
 - ``multipart``: a streaming ``multipart/related`` reader (RFC 2046 §5.1), one part at a time,
   each part's body read exactly by its ``Content-Length``.

@@ -1,4 +1,5 @@
-"""``POST /remote.php/dav/bulk``: many small files in one request (nextcloud_protocol.md A.8).
+"""``POST /remote.php/dav/bulk``: many small files in one request
+(docs/nextcloud-protocol.md#uploads).
 
 Each part carries ``X-File-Path`` (relative to the user's files root), ``X-File-MD5`` (hex of
 the part body), ``X-File-Mtime`` (or ``X-OC-Mtime``) and ``Content-Length``. Parts are ingested

@@ -1,5 +1,5 @@
 """Nextcloud chunked upload v2: ``/remote.php/dav/uploads/<user>/<transfer id>/<chunk>``
-(nextcloud_protocol.md A.8, server apps/dav/lib/Upload/ChunkingV2Plugin.php).
+(docs/nextcloud-protocol.md#uploads; server apps/dav/lib/Upload/ChunkingV2Plugin.php).
 
 - ``sessions``: the upload sessions and their chunks as data (no HTTP): create, store a chunk
   (each chunk goes through ``BlobChain.ingest`` as it arrives), list for resume, assemble with

@@ -1,5 +1,5 @@
 """``MOVE uploads/<user>/<id>/.file`` with ``Destination: /remote.php/dav/files/<user>/<path>``:
-assemble the chunks and make them the destination file (nextcloud_protocol.md A.8, step 4).
+assemble the chunks and make them the destination file (docs/nextcloud-protocol.md#uploads).
 
 The chunks are concatenated as manifests (``BlobChain.concat``: no bytes copied again), checked
 against ``OC-Total-Length`` (400 on a mismatch) and, when sent, ``OC-Checksum`` (400), then

@@ -1,6 +1,6 @@
 """``CalendarsProvider``: CalDAV (RFC 4791) at ``/remote.php/dav/calendars/``.
 
-URL layout below the mount point (DESIGN §4)::
+URL layout below the mount point (docs/architecture.md#urls)::
 
     /                                   lists the authenticated user only
     /<user>/                            calendar home (RFC 4791 §6.2.1)
@@ -63,7 +63,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         if key not in cache:
             info = self.backend.store.collection(user_id, uri)
             if info is None and uri == DEFAULT_CALENDAR_URI:
-                # The default calendar exists from the first look at it (DESIGN §4).
+                # The default calendar exists from the first look at it (docs/architecture.md#urls).
                 self.backend.store.ensure_default(user_id)
                 info = self.backend.store.collection(user_id, uri)
             cache[key] = info

@@ -1,6 +1,6 @@
 """``AddressbooksProvider``: CardDAV (RFC 6352) at ``/remote.php/dav/addressbooks/``.
 
-URL layout below the mount point (DESIGN §4)::
+URL layout below the mount point (docs/architecture.md#urls)::
 
     /                                   the address-book root
     /users/                             lists the authenticated user only
@@ -97,7 +97,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
     ) -> AddressBookCollection | None:
         book = self._book(environ, home.user_id, target.book)
         if book is None and target.book == DEFAULT_BOOK_URI:
-            # The default book exists from the first look at it (DESIGN §4).
+            # The default book exists from the first look at it (docs/architecture.md#urls).
             home.own_collections()
             environ[ENVIRON_BOOKS].pop((home.user_id, target.book), None)
             book = self._book(environ, home.user_id, target.book)

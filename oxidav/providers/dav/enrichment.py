@@ -1,9 +1,9 @@
 """PROPFIND enrichment: extra live properties that a middleware plugs into a request.
 
-DESIGN §3: the Nextcloud middleware (or any other) puts ``Enricher`` objects into the request
-environ under ``ENVIRON_ENRICHERS``. A collection's ``get_member_list()`` loads its page of
-children in one query and then calls ``prefetch`` on each enricher once for the whole page (one
-batched query each); each resource then answers an enricher's property names from what was
+docs/architecture.md#request-path: the Nextcloud middleware (or any other) puts ``Enricher`` objects
+into the request environ under ``ENVIRON_ENRICHERS``. A collection's ``get_member_list()`` loads its
+page of children in one query and then calls ``prefetch`` on each enricher once for the whole page
+(one batched query each); each resource then answers an enricher's property names from what was
 prefetched. Without enrichers in the environ the providers serve plain WebDAV and pay nothing.
 """
 

@@ -1,9 +1,9 @@
 """oxidav's RequestServer: WsgiDAV's, plus the methods WsgiDAV lacks (REPORT first of all).
 
 WsgiDAV answers 405 for any method it does not know before a provider hook runs, so new methods
-are added here (wsgidav.md §2.4 B). The REPORTs and the SEARCH handler are not hard-coded nor
-registered at import: ``make_app`` lists them in a ``DavExtensions``, which the resolver hands to
-each request server, and ``supported-report-set`` is computed from it (two applications in one
+are added here (docs/wsgidav.md#new-methods). The REPORTs and the SEARCH handler are not hard-coded
+nor registered at import: ``make_app`` lists them in a ``DavExtensions``, which the resolver hands
+to each request server, and ``supported-report-set`` is computed from it (two applications in one
 process answer what each was given).
 
 Collections with a request body are made the same way for MKCALENDAR (RFC 4791 §5.3.1) and

@@ -89,8 +89,9 @@ class HomeBackend(UserDirectory, Generic[StoreT]):
 
     def prepare_home(self, user_id: int) -> None:
         """Give a user the default collection the first time this process sees their home
-        (DESIGN §4), before anything else happens there: a client whose first request is an
-        MKCOL still finds the default next to its own collection. One query per user."""
+        (docs/architecture.md#urls), before anything else happens there: a client whose first
+        request is an MKCOL still finds the default next to its own collection. One query per
+        user."""
         with self._lock:
             if user_id in self._homes_ready:
                 return

@@ -1,7 +1,7 @@
 """Request plumbing of the text-object writes (PUT, DELETE, COPY, MOVE) of CalDAV and CardDAV.
 
 WsgiDAV's own PUT ignores ``If-Match`` on a missing target and commits a short body
-(wsgidav.md §0.7, §0.8), so the rooms read the request themselves: ``read_body`` counts the
+(docs/wsgidav.md#request-bodies), so the rooms read the request themselves: ``read_body`` counts the
 body against ``Content-Length`` (``Transfer-Encoding: chunked`` wins, RFC 9112 §6.3) and
 bounds it by the room's size limit; ``entity_tags`` reads ``If-Match`` / ``If-None-Match``
 (RFC 9110 §13.1.1-2) for the store, which checks them in the write's own transaction.

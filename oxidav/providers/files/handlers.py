@@ -1,7 +1,7 @@
 """The files provider's request hook: where oxidav closes WsgiDAV's gaps for its files.
 
 ``FilesProvider.custom_request_handler`` sends every request here. WsgiDAV's method handlers do
-the work except where they fall short (wsgidav.md §6.2):
+the work except where they fall short (docs/wsgidav.md#gaps-closed):
 
 - PUT: ``files_put`` (byte counting, preconditions on missing targets, no placeholder);
 - GET / HEAD of a file: ``files_get`` (multipart/byteranges);

@@ -1,7 +1,7 @@
 """PROPFIND Depth 0 / 1 on files and folders (RFC 4918 §9.1), written as XML text directly.
 
 WsgiDAV builds one lxml tree for the whole multistatus and asks every resource for every
-property through several layers (wsgidav.md §5.4: about 90 µs per entry). Here each member's
+property through several layers (docs/wsgidav.md#propfind-cost). Here each member's
 ``<response>`` is formatted straight from its row — the common live properties from byte
 templates, others through the resource's ``get_property_value`` — and joined. An answer of up to
 ``BUFFER_LIMIT`` bytes is sent with a Content-Length (the connection stays open); a larger one

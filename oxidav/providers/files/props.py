@@ -2,19 +2,19 @@
 locks prefetched once per page, and the PROPFIND enrichment plug-in point.
 
 WsgiDAV asks every resource for every property one at a time, two or three times per request
-(wsgidav.md §0.4). Here each answer is an O(1) read: live properties come from the ``NodeInfo``
-the resource was built from; dead properties (RFC 4918 §4) and lock discovery (§15.8) come from
-a ``Page`` shared by all resources of one listing, which loads them for the whole page with one
-query each, and only if some resource asks.
+(docs/wsgidav.md#properties). Here each answer is an O(1) read: live properties come from the
+``NodeInfo`` the resource was built from; dead properties (RFC 4918 §4) and lock discovery (§15.8)
+come from a ``Page`` shared by all resources of one listing, which loads them for the whole page
+with one query each, and only if some resource asks.
 
 Client XML is stored only in the form ``xml_input.storable`` makes (it reads back by
 construction); a stored value that does not read back (written before that rule) is left out
 of the resource's properties with a WARNING, and a lock owner that does not is left out of
 its ``activelock`` — never a 500.
 
-Enrichers (DESIGN §3, ``oxidav.providers.dav.enrichment``) are objects a middleware puts into the
-environ; a page calls each one's ``prefetch`` once with all its nodes, then asks it for names
-and values; PROPPATCH of a property an enricher lists goes to its ``set_value``.
+Enrichers (docs/architecture.md#request-path, ``oxidav.providers.dav.enrichment``) are objects a
+middleware puts into the environ; a page calls each one's ``prefetch`` once with all its nodes, then
+asks it for names and values; PROPPATCH of a property an enricher lists goes to its ``set_value``.
 """
 
 from __future__ import annotations

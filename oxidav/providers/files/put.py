@@ -1,7 +1,7 @@
 """PUT of a file (RFC 9110 §9.3.4, RFC 4918 §9.7): streamed into the blob chain, then committed.
 
 WsgiDAV's own PUT creates an empty file before reading the body, commits a body shorter than
-Content-Length, and ignores If-Match on a missing target (wsgidav.md §4.2). This handler:
+Content-Length, and ignores If-Match on a missing target (docs/wsgidav.md#put). This handler:
 
 1. evaluates the preconditions: If-Match on a missing target is 412; If-None-Match: * on an
    existing one is 412 (§13.1.1, §13.1.2); locks are checked with WsgiDAV's rules, in one
