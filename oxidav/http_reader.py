@@ -1,12 +1,10 @@
 """``SocketReader``: the read side of a connection (plain TCP or an ``ssl.SSLSocket`` whose
 handshake is done), in place of cheroot's reader.
 
-cheroot reads every request through ``cheroot.makefile.StreamReader``, a ``_pyio``
-(pure-Python) ``BufferedReader``: its ``readline`` peeks and copies its way through the buffer
-a piece at a time. Reading a request line and four headers through cheroot's
-``SizeCheckWrapper`` and ``HeaderReader`` took 16.3 µs that way and takes 6.9 µs with this
-reader (bench/RESULTS.md, "files_* speed work, round 8"). ``SocketReader`` receives
-into one ``bytes`` buffer and cuts lines with ``bytes.find`` and slices. It keeps what cheroot
+cheroot reads every request through ``cheroot.makefile.StreamReader``, a pure-Python
+``BufferedReader`` that peeks and copies its way through the buffer a piece at a time.
+``SocketReader`` receives into one ``bytes`` buffer and cuts lines with ``bytes.find`` and
+slices. It keeps what cheroot
 asks of its reader: ``readline(size)``, ``read(size)`` (blocks until ``size`` bytes or the end
 of the stream), iteration by lines, ``has_data()`` (a pipelined request is already buffered,
 so the connection is served again at once instead of waiting in the selector), ``bytes_read``

@@ -6,26 +6,18 @@
 a write lock would otherwise fail with "database is locked" instead of waiting their turn. On
 PostgreSQL both are ordinary transactions; row locks do the rest.
 
-SQLite admits one writer at a time, and a writer that finds the database locked sleeps in
-SQLite's busy handler (1, 2, 5, 10 … ms) before it retries — with eight threads of one process
-writing small files, those sleeps cost more than the writes. The writers of one process
-therefore first queue on a process-wide mutex (woken the moment the previous writer commits);
-the busy timeout still arbitrates between processes.
+SQLite admits one writer at a time; the writers of one process first queue on a process-wide
+mutex (woken the moment the previous writer commits) rather than sleep in SQLite's busy
+handler; the busy timeout still arbitrates between processes.
 
 On SQLite a commit is written to the WAL and survives a crash or kill of the process; whether
 it is also synced to the disk before the commit returns is ``sqlite_synchronous``
 (``SQLITE_SYNCHRONOUS``): ``normal`` (the default, SQLite's advice for WAL) syncs the WAL at
 checkpoints only, so a power loss or kernel crash may roll back the last commits before it
 (the database stays consistent, a file's content and its node row commit together); ``full``
-syncs the WAL at every commit (4 KiB PUTs of one client ran a fifth slower here).
-PostgreSQL's own ``synchronous_commit`` decides the same there.
-
-SQLite copies the WAL back into the database (a checkpoint: sync the WAL, copy, sync the
-database) in the commit that takes the WAL past ``SQLITE_WAL_AUTOCHECKPOINT_PAGES``. Its cost is
-mostly the bytes it syncs, and a page written by many commits (the root folder's row, the
-index leaves of a busy folder) is copied once per checkpoint: at SQLite's default of 1000 pages
-a 4 KiB PUT (about ten pages) paid ~5 ms every hundred PUTs, at 8000 pages 10-13 ms every
-eight hundred — a third less stall time per PUT (bench/RESULTS.md), for a WAL of up to 32 MiB.
+syncs the WAL at every commit. PostgreSQL's own ``synchronous_commit`` decides the same there.
+SQLite checkpoints the WAL in the commit that takes it past
+``SQLITE_WAL_AUTOCHECKPOINT_PAGES`` (a WAL of up to 32 MiB).
 
 On SQLite each thread also keeps one connection for single reads and one for ``write_core``
 transactions (``_PerThread``), detached from the pool.

@@ -2,9 +2,8 @@
 
 ``Prepared`` runs on the driver cursor of a transaction's connection.
 
-Through ``Connection.execute`` even a cached statement costs ~25 µs of SQLAlchemy per call (an
-execution context, parameter processing, event dispatch, a ``CursorResult``) — several times
-the statement itself on SQLite, and a small PUT runs seven of them. ``Prepared`` compiles its
+``Connection.execute`` costs even a cached statement an execution context, parameter
+processing, event dispatch and a ``CursorResult``. ``Prepared`` compiles its
 statement once per dialect (and, for an INSERT or UPDATE, per set of parameter names, as
 SQLAlchemy's own cache does), then sends it with the driver cursor of the caller's connection,
 inside the caller's transaction (the ``BEGIN`` SQLAlchemy issued stays in charge; nothing here
@@ -19,9 +18,8 @@ Python-side column defaults to compute (every such column is given): anything el
 ``Connection.execute`` unchanged.
 
 ``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
-or HEAD (the node at a path) and the lock check of a large PUT. Through a ``Session`` such a
-read costs a session, a connection wrapper, a ``BEGIN``, the execution context, a rollback and
-a close — ~10x the statement itself on SQLite. One statement reads one consistent snapshot on
+or HEAD (the node at a path) and the lock check of a large PUT, without a session, a
+``BEGIN``, a rollback and a close. One statement reads one consistent snapshot on
 its own (SQLite runs it in autocommit, as oxidav's connections have the driver's transaction
 handling switched off; on PostgreSQL the driver opens a transaction that the pool's
 reset-on-return rolls back), so it runs on the driver connection ``Database.single_read``

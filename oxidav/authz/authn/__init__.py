@@ -1,2 +1,8 @@
-"""Authentication: who is asking. Credentials, the verified-credential cache, login
-throttles, the cap on password hashing, accounts and passwords, and the one ``Principal``."""
+"""Authentication: who is asking.
+
+``authenticator`` (the policy: cache, throttles, hashing cap), ``credential_cache``,
+``throttle``, ``hashing_gate`` and ``argon2_memory``, ``passwords``, ``accounts``, the one
+``principal``, and the WsgiDAV side (``basic_auth``, ``domain_controller``); ``cache`` is the
+small TTL cache they share with the grant engine; ``login_refusals`` are the 429s a login gets
+instead of a password check.
+"""

@@ -1,2 +1,6 @@
-"""Public links: the token store, who may use a link and for what, the link middleware
-of WebDAV and the ``/s/<token>`` pages."""
+"""Public links: a token URL onto one file or folder of a user.
+
+``store`` (the tokens and their modes), ``access`` (who may use a link and for what:
+passwords, throttles, expiry), ``middleware`` (WebDAV through a link), ``pages`` and ``html``
+(the ``/s/<token>`` pages and downloads), ``cli`` (the operator's commands).
+"""
