@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
-from wsgidav.dav_provider import DAVProvider
 
 from oxidav.calendars.store import DEFAULT_CALENDAR_URI, CalendarInfo
 from oxidav.db import Database
@@ -37,48 +36,26 @@ from oxidav.providers.caldav.resources import (
     CalendarsRoot,
 )
 from oxidav.providers.dav.collections import finite_depth
+from oxidav.providers.dav.provider import CollectionProvider
 from oxidav.settings import Settings
 
 
-class CalendarsProvider(DAVProvider):  # type: ignore[misc]
+class CalendarsProvider(CollectionProvider[CalendarBackend, CalendarInfo]):
     """Serves every user's calendars from the database (``oxidav.calendars``)."""
 
+    cache_key = ENVIRON_CALENDARS
+    default_uri = DEFAULT_CALENDAR_URI
+
     def __init__(self, db: Database, settings: Settings) -> None:
-        super().__init__()
-        self.backend = CalendarBackend(db, settings)
-
-    def _authenticated(self, environ: dict[str, Any]) -> str:
-        return str(environ.get("wsgidav.auth.user_name") or "")
-
-    def _visible(self, environ: dict[str, Any], username: str) -> bool:
-        authenticated = self._authenticated(environ)
-        return not authenticated or authenticated == username
-
-    def _calendar(self, environ: dict[str, Any], user_id: int, uri: str) -> CalendarInfo | None:
-        # WsgiDAV looks the same resource up several times per request; ask the database once.
-        cache: dict[tuple[int, str], CalendarInfo | None] = environ.setdefault(
-            ENVIRON_CALENDARS, {}
-        )
-        key = (user_id, uri)
-        if key not in cache:
-            info = self.backend.store.collection(user_id, uri)
-            if info is None and uri == DEFAULT_CALENDAR_URI:
-                # The default calendar exists from the first look at it (docs/architecture.md#urls).
-                self.backend.store.ensure_default(user_id)
-                info = self.backend.store.collection(user_id, uri)
-            cache[key] = info
-        return cache[key]
-
-    def forget_calendar(self, environ: dict[str, Any], user_id: int, uri: str) -> None:
-        environ.get(ENVIRON_CALENDARS, {}).pop((user_id, uri), None)
+        super().__init__(CalendarBackend(db, settings))
 
     def get_resource_inst(
         self, path: str, environ: dict[str, Any]
     ) -> CalDavCollection | CalendarObjectResource | None:
         target = CalDavPath.parse(path)
         if target.kind == "root":
-            return CalendarsRoot(environ, self.backend, self._authenticated(environ))
-        if target.kind == "invalid" or not self._visible(environ, target.user):
+            return CalendarsRoot(environ, self.backend, self.authenticated(environ))
+        if target.kind == "invalid" or not self.visible(environ, target.user):
             return None
         home = self._home(environ, target)
         if home is None or target.kind == "home":
@@ -98,7 +75,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
     def _collection(
         self, environ: dict[str, Any], home: CalendarHome, target: CalDavPath
     ) -> CalendarCollection | None:
-        info = self._calendar(environ, home.user.id, target.calendar)
+        info = self.cached_collection(environ, home.user.id, target.calendar)
         if info is not None:
             return home.own_resource(info)
         return home.shared_member(target.calendar)
@@ -108,7 +85,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
     ) -> Iterable[bytes]:
         """COPY / MOVE of an object; the Destination must be an object URL of the same user
         in this provider (else 502, as WsgiDAV answers cross-provider requests)."""
-        if not self._visible(environ, source.user):
+        if not self.visible(environ, source.user):
             raise DAVError(HTTP_NOT_FOUND)
         destination = unquote(urlsplit(environ.get("HTTP_DESTINATION", "")).path)
         base = environ.get("SCRIPT_NAME", "").rstrip("/")
@@ -137,7 +114,7 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
             finite_depth(environ)
         target = CalDavPath.parse(environ["PATH_INFO"])
         if method in ("PUT", "DELETE") and target.kind == "object":
-            if not self._visible(environ, target.user):
+            if not self.visible(environ, target.user):
                 raise DAVError(HTTP_NOT_FOUND)
             home = self._home(environ, target)
             calendar = None if home is None else self._collection(environ, home, target)
@@ -150,5 +127,5 @@ class CalendarsProvider(DAVProvider):  # type: ignore[misc]
         if method in ("MKCOL", "MKCALENDAR", "DELETE") and target.kind == "calendar":
             home = self._home(environ, target)
             if home is not None:
-                self.forget_calendar(environ, home.user.id, target.calendar)
+                self.forget_collection(environ, home.user.id, target.calendar)
         return default_handler(environ, start_response)  # type: ignore[no-any-return]

@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
-from wsgidav.dav_provider import DAVProvider
 
 from oxidav.contacts import BookInfo
 from oxidav.contacts.store import DEFAULT_BOOK_URI
@@ -37,43 +36,30 @@ from oxidav.providers.carddav.resources import (
     CardResource,
     VirtualCollection,
 )
+from oxidav.providers.dav.provider import CollectionProvider
 from oxidav.settings import Settings
 
 
-class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
+class AddressbooksProvider(CollectionProvider[ContactsBackend, BookInfo]):
     """Serves every user's address books from the database (``oxidav.contacts``)."""
 
+    cache_key = ENVIRON_BOOKS
+    default_uri = DEFAULT_BOOK_URI
+
     def __init__(self, db: Database, settings: Settings) -> None:
-        super().__init__()
-        self.backend = ContactsBackend(db, settings)
-
-    def _authenticated(self, environ: dict[str, Any]) -> str | None:
-        user = environ.get("wsgidav.auth.user_name")
-        return str(user) if user else None
-
-    def _visible(self, environ: dict[str, Any], username: str) -> bool:
-        authenticated = self._authenticated(environ)
-        return authenticated is None or authenticated == username
-
-    def _book(self, environ: dict[str, Any], user_id: int, uri: str) -> BookInfo | None:
-        # WsgiDAV looks the same resource up several times per request; ask the database once.
-        cache: dict[tuple[int, str], BookInfo | None] = environ.setdefault(ENVIRON_BOOKS, {})
-        key = (user_id, uri)
-        if key not in cache:
-            cache[key] = self.backend.store.collection(user_id, uri)
-        return cache[key]
+        super().__init__(ContactsBackend(db, settings))
 
     def get_resource_inst(
         self, path: str, environ: dict[str, Any]
     ) -> CardDavCollection | CardResource | None:
         target = CardDavPath.parse(path)
-        authenticated = self._authenticated(environ) or ""
+        authenticated = self.authenticated(environ)
         if target.kind == "root":
             return VirtualCollection("/", environ, self.backend, authenticated, ["users"])
         if target.kind == "users":
             members = [authenticated] if authenticated else []
             return VirtualCollection("/users/", environ, self.backend, authenticated, members)
-        if target.kind == "invalid" or not self._visible(environ, target.user):
+        if target.kind == "invalid" or not self.visible(environ, target.user):
             return None
         home = self._home(environ, target)
         if home is None or target.kind == "home":
@@ -95,12 +81,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
     def _collection(
         self, environ: dict[str, Any], home: AddressBookHome, target: CardDavPath
     ) -> AddressBookCollection | None:
-        book = self._book(environ, home.user_id, target.book)
-        if book is None and target.book == DEFAULT_BOOK_URI:
-            # The default book exists from the first look at it (docs/architecture.md#urls).
-            home.own_collections()
-            environ[ENVIRON_BOOKS].pop((home.user_id, target.book), None)
-            book = self._book(environ, home.user_id, target.book)
+        book = self.cached_collection(environ, home.user_id, target.book)
         if book is None:
             return home.shared_member(target.book)
         return AddressBookCollection(target.book_path, environ, self.backend, target.user, book)
@@ -111,7 +92,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
         method = environ["REQUEST_METHOD"]
         target = CardDavPath.parse(environ["PATH_INFO"])
         if method in ("PUT", "DELETE") and target.kind == "card":
-            if not self._visible(environ, target.user):
+            if not self.visible(environ, target.user):
                 raise DAVError(HTTP_NOT_FOUND)
             home = self._home(environ, target)
             book = None if home is None else self._collection(environ, home, target)
@@ -121,7 +102,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
             return addressbook_writes.delete_object(environ, start_response, book, target.card)
         if method in ("COPY", "MOVE") and target.kind == "card":
             return self._copy_or_move(environ, start_response, target, method == "MOVE")
-        if method == "MKCOL" and target.kind == "book" and self._visible(environ, target.user):
+        if method == "MKCOL" and target.kind == "book" and self.visible(environ, target.user):
             home = self._home(environ, target)
             exists = home is not None and self._collection(environ, home, target) is not None
             return addressbook_writes.mkcol_book(environ, start_response, home, target.book, exists)
@@ -131,7 +112,7 @@ class AddressbooksProvider(DAVProvider):  # type: ignore[misc]
         self, environ: dict[str, Any], start_response: Any, source: CardDavPath, move: bool
     ) -> Iterable[bytes]:
         """COPY / MOVE of a card; the Destination must be a card URL of the same user."""
-        if not self._visible(environ, source.user):
+        if not self.visible(environ, source.user):
             raise DAVError(HTTP_NOT_FOUND)
         destination = unquote(urlsplit(environ.get("HTTP_DESTINATION", "")).path)
         share = (str(self.mount_path or "") + str(self.share_path or "")).rstrip("/")
