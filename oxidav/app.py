@@ -1,7 +1,7 @@
 """``make_app(settings)``: the oxidav WSGI application, and all of its wiring.
 
 Everything an application is made of is listed here and handed down, nothing is registered at
-import: the middleware stacks (``OUTER_STACK``, ``DAV_STACK``, ``PUBLIC_DAV_STACK``, each in
+import: the middleware stacks (``outer_stack``, ``DAV_STACK``, ``PUBLIC_DAV_STACK``, each in
 request order), the DAV providers and their mount points, the REPORTs and SEARCH of the DAV
 surface (``dav_extensions``), the routes. Two applications built in one process share nothing
 but the ``Services`` they are given. The request path, outermost first::
