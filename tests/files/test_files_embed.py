@@ -58,3 +58,12 @@ def test_embed_example_serves_dav_next_to_another_app(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_embedders_import_paths_still_work() -> None:
+    """The names embedders import keep working after the providers got subpackages."""
+    from oxidav.providers import files, files_locks
+    from oxidav.providers.files import locks, provider
+
+    assert files.FilesProvider is provider.FilesProvider
+    assert files.DbLockStorage is locks.DbLockStorage is files_locks.DbLockStorage
