@@ -1,4 +1,4 @@
-"""Helpers of the grant tests: users, alice's tree, a movable clock, a statement counter."""
+"""Helpers of the grant tests: users, alice's tree, a movable clock."""
 
 from __future__ import annotations
 

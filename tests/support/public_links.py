@@ -1,4 +1,5 @@
-"""Helpers shared by authz tests (moved from test_public_links.py)."""
+"""Public links for the tests: alice's seeded tree, a link made straight in the database, Basic
+credentials of a link."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Helpers shared by nextcloud tests (moved from test_nc_share_bits.py)."""
+"""Shares with Nextcloud permission bits for the tests: users, an OCS share call, WebDAV requests
+as one user, the status of an answer."""
 
 from __future__ import annotations
 

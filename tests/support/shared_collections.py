@@ -1,4 +1,5 @@
-"""Helpers shared by authz tests (moved from test_shared_collections.py)."""
+"""Shared calendars for the tests: alice's calendar shared with bob, the requests both make
+(PROPFIND, REPORT, PUT, PROPPATCH, sync) and readers of their answers."""
 
 from __future__ import annotations
 
