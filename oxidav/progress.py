@@ -15,7 +15,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import Any, TextIO
@@ -207,7 +208,19 @@ class Meter:
             self._progress = None
 
 
+@contextmanager
+def metered(title: str) -> Iterator[tuple[Meter, StopFlag]]:
+    """A command's meter and stop flag. The meter stops before anything leaves the block, so
+    the one line a caller prints for an error or an interruption is not drawn over."""
+    meter = Meter(title)
+    try:
+        with StopFlag() as stop:
+            yield meter, stop
+    finally:
+        meter.close()
+
+
 #: A callable that is told about work done: ``(items, bytes)``.
 Advance = Callable[[int, int], None]
 
-__all__ = ["Advance", "Interrupted", "Meter", "Phase", "StopFlag", "human_bytes"]
+__all__ = ["Advance", "Interrupted", "Meter", "Phase", "StopFlag", "human_bytes", "metered"]

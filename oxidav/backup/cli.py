@@ -10,16 +10,15 @@ from pathlib import Path
 from oxidav.backup.manifest import BackupError
 from oxidav.backup.restore import restore_backup
 from oxidav.backup.snapshot import create_backup
-from oxidav.progress import Interrupted, Meter, StopFlag
+from oxidav.progress import Interrupted, Meter, StopFlag, metered
 from oxidav.settings import Settings
 
 
 def _run(title: str, work: Callable[[Meter, StopFlag], object], unfinished: str) -> int:
     """Run one long command with its progress meter: its report on stdout (exit 0), a
     ``BackupError`` as one line (exit 2), an interruption as one line (exit 128 + signal)."""
-    meter = Meter(title)
     try:
-        with StopFlag() as stop:
+        with metered(title) as (meter, stop):
             report = work(meter, stop)
     except BackupError as exc:
         print(f"oxidav: {exc}", file=sys.stderr)
@@ -27,8 +26,6 @@ def _run(title: str, work: Callable[[Meter, StopFlag], object], unfinished: str)
     except Interrupted as exc:
         print(f"oxidav: {title} interrupted ({exc}); {unfinished}", file=sys.stderr)
         return exc.exit_code
-    finally:
-        meter.close()
     print(report)
     return 0
 

@@ -23,7 +23,7 @@ from oxidav.blobs.urls import store_from_settings
 from oxidav.db import Database
 from oxidav.db.migrate import check_not_newer, upgrade
 from oxidav.presence import ServersRunningError, exclusive
-from oxidav.progress import Interrupted, Meter, StopFlag
+from oxidav.progress import Interrupted, metered
 from oxidav.settings import CONFIG_FILE_NAME, Settings
 
 
@@ -39,17 +39,19 @@ def _interrupted(command: str, exc: Interrupted, what: str) -> int:
     return exc.exit_code
 
 
+def _refused(exc: ServersRunningError) -> int:
+    print(f"oxidav: {exc}", file=sys.stderr)
+    return 2
+
+
 def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     db, store = _open(settings)
-    meter = Meter("fsck")
     try:
-        with StopFlag() as stop:
+        with metered("fsck") as (meter, stop):
             report = check(db, store, deep=args.deep, meter=meter, stop=stop)
     except Interrupted as exc:
-        meter.close()
         return _interrupted("blobs fsck", exc, "nothing was changed; run it again to check")
     finally:
-        meter.close()
         store.close()
         db.dispose()
     for line in report.lines():
@@ -59,9 +61,8 @@ def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
     db, store = _open(settings)
-    meter = Meter("gc")
     try:
-        with StopFlag() as stop, contextlib.ExitStack() as guard:
+        with metered("gc") as (meter, stop), contextlib.ExitStack() as guard:
             if args.grace < LIVE_MIN_GRACE:
                 guard.enter_context(
                     exclusive(
@@ -73,14 +74,10 @@ def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
                 )
             report = collect_garbage(db, store, args.grace, meter=meter, stop=stop)
     except ServersRunningError as exc:
-        meter.close()
-        print(f"oxidav: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
     except Interrupted as exc:
-        meter.close()
         return _interrupted("blobs gc", exc, "what was collected stays collected; run it again")
     finally:
-        meter.close()
         store.close()
         db.dispose()
     print(report)
@@ -101,10 +98,9 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
         print(f"oxidav: the target store {args.to} is not usable: {exc}", file=sys.stderr)
         return 2
     config = args.config or settings.data_dir / CONFIG_FILE_NAME
-    meter = Meter("migrate")
     try:
         target.health_check()
-        with StopFlag() as stop:
+        with metered("migrate") as (meter, stop):
             report = migrate(
                 db,
                 source,
@@ -116,7 +112,6 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
                 stop=stop,
             )
     except (BlobStoreError, OSError) as exc:
-        meter.close()
         print(
             f"oxidav: blobs migrate stopped, a store failed: {exc}; "
             "run the same command again when it works (it resumes)",
@@ -124,14 +119,10 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 2
     except ServersRunningError as exc:
-        meter.close()
-        print(f"oxidav: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
     except Interrupted as exc:
-        meter.close()
         return _interrupted("blobs migrate", exc, "run the same command again to resume")
     finally:
-        meter.close()
         target.close()
         source.close()
         db.dispose()

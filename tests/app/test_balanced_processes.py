@@ -15,7 +15,6 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from tests.support.cli import run_oxidav
 from tests.support.live import LiveServer, ServerProcess, start_server_process
 from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 from tests.support.nginx import nginx_available, nginx_proxy
@@ -67,13 +67,7 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def _cli(env: dict[str, str], *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+    done = run_oxidav({**os.environ, **env}, *args, timeout=120)
     assert done.returncode == 0, done.stderr
 
 

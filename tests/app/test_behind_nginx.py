@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_oxidav
 from tests.support.live import start_server_process
 from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 from tests.support.nginx import nginx_available, nginx_proxy
@@ -24,13 +24,7 @@ pytestmark = pytest.mark.skipif(not nginx_available(), reason="nginx is not inst
 
 
 def _cli(*args: str, env: dict[str, str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "oxidav.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+    done = run_oxidav({**os.environ, **env}, *args, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
