@@ -200,11 +200,6 @@ def test_a_change_through_one_process_is_seen_through_the_others(cluster: Cluste
     assert b.request("GET", page, user=None).status == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the verified-credential cache is per process (oxidav.authz.authn.credential_cache): a "
-    "password changed elsewhere keeps working there for up to auth_cache_seconds",
-)
 def test_a_changed_password_stops_working_in_every_process_at_once(cluster: Cluster) -> None:
     nodes = [cluster.node(i) for i in range(3)]
     for node in nodes:  # each process has the credential cached now

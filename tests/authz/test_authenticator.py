@@ -7,12 +7,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from sqlalchemy import delete
 
 from oxidav.authz.authn import accounts
 from oxidav.authz.authn.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
 from oxidav.db import Database
+from oxidav.db.models.users import AppPassword
 from oxidav.settings import Settings, SettingsError, load_settings
 
 
@@ -70,6 +72,36 @@ def test_changed_password_stops_working_after_cache_is_dropped(
     auth.cache.forget_user("alice")
     assert auth.authenticate("alice", "secret") is None
     assert auth.authenticate("alice", "new") is not None
+
+
+def test_a_password_changed_elsewhere_stops_working_at_the_next_request(
+    database: Database, alice: int
+) -> None:
+    """Another process changed it (nothing told this one): the cached credential is checked
+    against the stored hash on every hit, so the old password fails at once."""
+    auth = make_auth(database)
+    assert auth.authenticate("alice", "secret") is not None
+    accounts.set_password(database, "alice", "new")
+    assert auth.authenticate("alice", "secret") is None
+    assert auth.authenticate("alice", "new") is not None
+    for _ in range(3):
+        assert auth.authenticate("alice", "new") is not None
+    assert auth.slow_verifications == 3  # old (cached) failed its check, then old and new once
+
+
+def test_a_revoked_app_password_or_a_deleted_user_stops_working_at_once(
+    database: Database, alice: int
+) -> None:
+    auth = make_auth(database)
+    token = accounts.create_app_password(database, "alice", "phone")
+    assert auth.authenticate("alice", token) is not None
+    assert auth.authenticate("alice", "secret") is not None
+    with database.write() as session:
+        session.execute(delete(AppPassword))
+    assert auth.authenticate("alice", token) is None
+    assert auth.authenticate("alice", "secret") is not None
+    accounts.delete_user(database, "alice")
+    assert auth.authenticate("alice", "secret") is None
 
 
 def test_throttle_after_max_failures_per_user_and_address(database: Database, alice: int) -> None:

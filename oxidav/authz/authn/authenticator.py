@@ -5,7 +5,10 @@ the Nextcloud OCS routes, the login flow. It accepts a user's own password (argo
 the user's app passwords (SHA-256 digest, found by one indexed lookup). The order is the point:
 
 1. the verified-credential cache (``auth_cache_seconds``): a credential that verified lately is
-   accepted without hashing and without waiting behind anyone's hashing;
+   accepted without hashing and without waiting behind anyone's hashing, once one primary-key
+   read says it is still the user's (the password hash it matched is still stored, the app
+   password still exists): a password changed, an app password revoked or a user deleted
+   through any process stops working at the next request in every process;
 2. the refusals that cost nothing (``LoginRefused``, 429): the user name + address pair over
    ``auth_max_failures``, the address over ``auth_max_failures_per_address`` across names
    (a place in that budget is reserved here, so checks in flight count);
@@ -23,8 +26,9 @@ the password).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from oxidav.authz.authn.accounts import store_rehashed_password
 from oxidav.authz.authn.credential_cache import CredentialCache
@@ -35,17 +39,31 @@ from oxidav.authz.authn.principal import Principal
 from oxidav.authz.authn.throttle import AddressBudget, LoginThrottle
 from oxidav.db import Database, utcnow
 from oxidav.db.models.users import AppPassword, User
+from oxidav.db.prepared import PreparedRead
 from oxidav.settings import Settings
 
 log = logging.getLogger("oxidav.auth")
 
-__all__ = ["Authenticator", "HashingBusy", "LoginRefused", "TooManyFailedLogins"]
+__all__ = ["Authenticator", "HashingBusy", "LoginRefused", "TooManyFailedLogins", "Verified"]
+
+_PASSWORD_HASH = PreparedRead(select(User.password_hash).where(User.id == bindparam("id")))
+_APP_PASSWORD = PreparedRead(select(AppPassword.id).where(AppPassword.id == bindparam("id")))
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A credential that verified: who it is, and what it matched — the user's stored password
+    hash, or the row of one of their app passwords."""
+
+    principal: Principal
+    password_hash: str | None = None
+    app_password_id: int | None = None
 
 
 class Authenticator:
     def __init__(self, db: Database, settings: Settings) -> None:
         self._db = db
-        self.cache = CredentialCache(settings.auth_cache_seconds)
+        self.cache: CredentialCache[Verified] = CredentialCache(settings.auth_cache_seconds)
         self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
         #: Failed checks per address across user names; public-link passwords share it.
         self.address_budget = AddressBudget.from_settings(settings)
@@ -66,7 +84,9 @@ class Authenticator:
         """
         cached = self.cache.get(username, password)
         if cached is not None:
-            return cached
+            if self._still_valid(cached):
+                return cached.principal
+            self.cache.forget(username, password)
         retry_after = self.throttle.retry_after(username, address)
         if retry_after is not None:
             log.warning("login throttled user=%r address=%s", username, address or "-")
@@ -76,23 +96,30 @@ class Authenticator:
             refusal = TooManyFailedLogins(retry_after, "too many failed logins from this address")
             self._log_refusal(refusal, address)
             raise refusal
-        principal: Principal | None = None
+        verified: Verified | None = None
         checked = False
         try:
-            principal = self._verify(username, password)
+            verified = self._verify(username, password)
             checked = True
         except HashingBusy as busy:
             self._log_refusal(busy, address)
             raise
         finally:
-            self.address_budget.settle(address, failed=checked and principal is None)
-        if principal is None:
+            self.address_budget.settle(address, failed=checked and verified is None)
+        if verified is None:
             self.throttle.record_failure(username, address)
             log.warning("login failed user=%r address=%s", username, address or "-")
             return None
         self.throttle.record_success(username, address)
-        self.cache.put(username, password, principal)
-        return principal
+        self.cache.put(username, password, verified)
+        return verified.principal
+
+    def _still_valid(self, verified: Verified) -> bool:
+        """Whether what ``verified`` matched is still the user's (one primary-key read)."""
+        if verified.app_password_id is not None:
+            return _APP_PASSWORD.first(self._db, {"id": verified.app_password_id}) is not None
+        row = _PASSWORD_HASH.first(self._db, {"id": verified.principal.user_id})
+        return row is not None and row[0] == verified.password_hash
 
     @staticmethod
     def _log_refusal(refusal: LoginRefused, address: str) -> None:
@@ -103,7 +130,7 @@ class Authenticator:
             refusal.reason,
         )
 
-    def _verify(self, username: str, password: str) -> Principal | None:
+    def _verify(self, username: str, password: str) -> Verified | None:
         with self._db.read() as session:
             user = session.execute(
                 select(User.id, User.username, User.password_hash).where(User.username == username)
@@ -126,16 +153,19 @@ class Authenticator:
                     .where(AppPassword.id == app_password_id)
                     .values(last_used_at=utcnow())
                 )
-            return Principal(user.id, user.username)
+            return Verified(Principal(user.id, user.username), app_password_id=app_password_id)
         matched, new_hash = self.hashing.verify_and_rehash(user.password_hash, password)
         if not matched:
             return None
-        if new_hash is not None:
-            self._store_rehash(user.id, user.password_hash, new_hash)
-        return Principal(user.id, user.username)
+        stored = user.password_hash
+        if new_hash is not None and self._store_rehash(user.id, user.password_hash, new_hash):
+            stored = new_hash
+        return Verified(Principal(user.id, user.username), password_hash=stored)
 
-    def _store_rehash(self, user_id: int, old_hash: str, new_hash: str) -> None:
+    def _store_rehash(self, user_id: int, old_hash: str, new_hash: str) -> bool:
+        """Store a re-hash; whether it was stored (a failure is logged, the login stands)."""
         try:
-            store_rehashed_password(self._db, user_id, old_hash, new_hash)
+            return store_rehashed_password(self._db, user_id, old_hash, new_hash)
         except Exception:
             log.exception("password re-hash not stored user_id=%d", user_id)
+            return False

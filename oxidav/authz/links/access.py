@@ -148,7 +148,7 @@ class LinkGate:
         self.db = db
         self.engine = GrantEngine(db)
         self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
-        self.verified = CredentialCache(settings.auth_cache_seconds)
+        self.verified: CredentialCache[Principal] = CredentialCache(settings.auth_cache_seconds)
         self.hashing = hashing
         self.address_budget = address_budget
         self._clock = clock
