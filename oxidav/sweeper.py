@@ -3,8 +3,10 @@
 One pass drops upload sessions idle for ``sessions.STALE_AFTER`` (abandoned chunked uploads,
 with their chunk references) and then collects blob manifests and chunks unreferenced for
 ``sweep_grace_seconds`` (``blobs.gc.collect_some``: what a refused or abandoned upload
-ingested). Each pass does bounded work: at most ``SESSIONS_PER_PASS`` sessions and
-``BATCHES_PER_PASS`` gc transactions of each kind; whatever is left waits for the next pass.
+ingested), and deletes the failed logins older than the throttles keep
+(``authz.authn.failures.purge_old``). Each pass does bounded work: at most
+``SESSIONS_PER_PASS`` sessions and ``BATCHES_PER_PASS`` gc transactions of each kind; whatever
+is left waits for the next pass.
 Several server processes on one database may sweep at once: the purge of a session is
 idempotent and gc skips rows another transaction holds (``skip_locked``), and the grace
 period keeps the bytes of an ingest still under way (the rules of ``blobs.gc``). ``oxidav
@@ -21,6 +23,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
+from oxidav.authz.authn.failures import purge_old
 from oxidav.blobs.gc import collect_some
 from oxidav.nextcloud.uploads.sessions import purge_stale
 from oxidav.services import Services
@@ -41,6 +44,7 @@ class SweepReport:
     manifests_removed: int
     chunks_removed: int
     bytes_freed: int
+    login_failures_removed: int = 0
 
 
 class Sweeper:
@@ -63,7 +67,10 @@ class Sweeper:
             BATCHES_PER_PASS,
             now=now,
         )
-        return SweepReport(purged, gc.manifests_removed, gc.chunks_removed, gc.bytes_freed)
+        failures = purge_old(services.db, None if now is None else now.timestamp())
+        return SweepReport(
+            purged, gc.manifests_removed, gc.chunks_removed, gc.bytes_freed, failures
+        )
 
     def start(self) -> None:
         """Start the thread (nothing when ``sweep_interval_seconds`` is 0)."""

@@ -220,6 +220,22 @@ def test_a_changed_password_stops_working_in_every_process_at_once(cluster: Clus
         assert ok.status == 207
 
 
+def test_failed_logins_through_every_process_throttle_them_all(cluster: Cluster) -> None:
+    """Guesses spread over the processes (round robin, as a balancer sends them) count as many
+    as through one: bob's tenth failure through any of them throttles him in all three."""
+    nodes = [cluster.node(i) for i in range(3)]
+    propfind = ("PROPFIND", "/remote.php/dav/")
+    for attempt in range(10):  # auth_max_failures
+        answer = nodes[attempt % 3].request(
+            *propfind, headers={"Depth": "0"}, user="bob", password="guess"
+        )
+        assert answer.status == 401
+    for node in nodes:
+        refused = node.request(*propfind, headers={"Depth": "0"}, user="bob")
+        assert refused.status == 429 and int(refused.headers["retry-after"]) > 0
+    assert nodes[0].request(*propfind, headers={"Depth": "0"}).status == 207  # alice is not
+
+
 @pytest.mark.parametrize(
     "shape",
     [

@@ -4,17 +4,19 @@ and the hashing cap."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 from oxidav.authz.authn import accounts
 from oxidav.authz.authn.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
+from oxidav.authz.authn.failures import KEEP_SECONDS, purge_old
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
 from oxidav.db import Database
-from oxidav.db.models.users import AppPassword
+from oxidav.db.models.users import AppPassword, LoginFailure
 from oxidav.settings import Settings, SettingsError, load_settings
 
 
@@ -125,6 +127,37 @@ def test_throttle_window_expires(database: Database, alice: int) -> None:
         auth.authenticate("alice", "secret", "a")
     now[0] += 61
     assert auth.authenticate("alice", "secret", "a") is not None
+
+
+def test_failures_through_one_process_throttle_the_others(database: Database, alice: int) -> None:
+    """Two authenticators on one database are two processes behind a balancer: the failures
+    made through one count in the other, for the name + address and for the address."""
+    first, second = (
+        make_auth(database, auth_max_failures=3),
+        make_auth(database, auth_max_failures=3),
+    )
+    for auth in (first, second, first):
+        assert auth.authenticate("alice", "bad", "10.0.0.9") is None
+    with pytest.raises(TooManyFailedLogins):
+        second.authenticate("alice", "secret", "10.0.0.9")
+    assert first.authenticate("alice", "secret", "10.0.0.10") is not None
+    budget = dict(auth_max_failures=100, auth_max_failures_per_address=2)
+    one, two = make_auth(database, **budget), make_auth(database, **budget)
+    assert one.authenticate("x", "bad", "10.0.0.20") is None
+    assert two.authenticate("y", "bad", "10.0.0.20") is None
+    with pytest.raises(TooManyFailedLogins):
+        one.authenticate("alice", "secret", "10.0.0.20")
+
+
+def test_stored_failures_name_nobody_and_old_ones_are_purged(
+    database: Database, alice: int
+) -> None:
+    auth = make_auth(database)
+    assert auth.authenticate("alice", "bad", "10.0.0.30") is None
+    with database.read() as session:
+        keys = session.scalars(select(LoginFailure.key)).all()
+    assert keys and not any("alice" in key or "10.0.0.30" in key for key in keys)
+    assert purge_old(database, now=time.time() + KEEP_SECONDS + 1) == len(keys)
 
 
 def test_deleted_user_cascades_app_passwords(database: Database, alice: int) -> None:

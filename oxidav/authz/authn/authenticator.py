@@ -9,9 +9,10 @@ the user's app passwords (SHA-256 digest, found by one indexed lookup). The orde
    read says it is still the user's (the password hash it matched is still stored, the app
    password still exists): a password changed, an app password revoked or a user deleted
    through any process stops working at the next request in every process;
-2. the refusals that cost nothing (``LoginRefused``, 429): the user name + address pair over
+2. the refusals that cost no hashing (``LoginRefused``, 429): the user name + address pair over
    ``auth_max_failures``, the address over ``auth_max_failures_per_address`` across names
-   (a place in that budget is reserved here, so checks in flight count);
+   (a place in that budget is reserved here, so checks in flight count); the failures are
+   counted in the database, so every process behind a balancer refuses alike;
 3. the database lookup, then one argon2 run in a slot of the ``HashingGate``
    (``auth_hash_concurrency``; 429 when no slot frees in time) — for an unknown user name too,
    against a stand-in hash, so a known and an unknown name cost the same;
@@ -32,6 +33,7 @@ from sqlalchemy import bindparam, select, update
 
 from oxidav.authz.authn.accounts import store_rehashed_password
 from oxidav.authz.authn.credential_cache import CredentialCache
+from oxidav.authz.authn.failures import DatabaseFailures
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.login_refusals import HashingBusy, LoginRefused, TooManyFailedLogins
 from oxidav.authz.authn.passwords import app_password_digest
@@ -64,9 +66,11 @@ class Authenticator:
     def __init__(self, db: Database, settings: Settings) -> None:
         self._db = db
         self.cache: CredentialCache[Verified] = CredentialCache(settings.auth_cache_seconds)
-        self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
+        self.throttle = LoginThrottle(
+            settings.auth_max_failures, settings.auth_failure_window, DatabaseFailures(db, "login")
+        )
         #: Failed checks per address across user names; public-link passwords share it.
-        self.address_budget = AddressBudget.from_settings(settings)
+        self.address_budget = AddressBudget.from_settings(settings, DatabaseFailures(db, "address"))
         #: The process's cap on password hashing; public-link passwords share it.
         self.hashing = HashingGate.from_settings(settings)
 

@@ -11,7 +11,9 @@ names it tries. A check *reserves* its place before it runs (``reserve``) and se
 and an address causes at most ``max_failures`` argon2 runs per window. A success frees its
 place and clears nothing (one good account must not reset an attacker's budget).
 
-The state of both is per process and bounded in size (least recently used keys go first).
+The failures are kept in a ``FailureStore``: the database for the server (every process counts
+every failure), this process's memory otherwise (``oxidav.authz.authn.failures``). Checks in
+flight are this process's own.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from oxidav.authz.authn.failures import FailureStore, LocalFailures
 from oxidav.settings import Settings
 
 #: Retry-After while an address's budget is full of checks still running.
@@ -43,112 +45,89 @@ def address_key(address: str) -> str:
 
 
 class LoginThrottle:
+    """Failed logins per (name, address): ``max_failures`` within ``window`` seconds, then 429."""
+
     def __init__(
         self,
         max_failures: int,
         window: float,
-        max_keys: int = 100_000,
-        clock: Callable[[], float] = time.monotonic,
+        store: FailureStore | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._max_failures = max_failures
         self._window = window
-        self._max_keys = max_keys
+        self._store = store or LocalFailures(max_failures)
         self._clock = clock
-        self._lock = threading.Lock()
-        self._failures: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
 
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float] | None:
-        times = self._failures.get(key)
-        if times is None:
-            return None
-        while times and times[0] <= now - self._window:
-            times.popleft()
-        if not times:
-            del self._failures[key]
-            return None
-        return times
+    @staticmethod
+    def _key(username: str, address: str) -> str:
+        return f"{username}\0{address}"
 
     def retry_after(self, username: str, address: str) -> float | None:
         """Seconds until ``username`` may try again from ``address``; None if it may now."""
         now = self._clock()
-        with self._lock:
-            times = self._recent((username, address), now)
-            if times is None or len(times) < self._max_failures:
-                return None
-            return max(times[0] + self._window - now, 0.001)
+        times = self._store.times(self._key(username, address), now, self._window)
+        if len(times) < self._max_failures:
+            return None
+        return max(times[-self._max_failures] + self._window - now, 0.001)
 
     def record_failure(self, username: str, address: str) -> None:
-        now = self._clock()
-        key = (username, address)
-        with self._lock:
-            times = self._recent(key, now)
-            if times is None:
-                times = self._failures[key] = deque(maxlen=self._max_failures)
-            times.append(now)
-            self._failures.move_to_end(key)
-            while len(self._failures) > self._max_keys:
-                self._failures.popitem(last=False)
+        self._store.add([self._key(username, address)], self._clock(), self._window)
 
     def record_success(self, username: str, address: str) -> None:
-        with self._lock:
-            self._failures.pop((username, address), None)
-
-
-@dataclass(slots=True)
-class _AddressState:
-    failures: deque[float]
-    in_flight: int = 0
+        self._store.clear(self._key(username, address))
 
 
 class AddressBudget:
+    """Failed password checks per address across user names, checks in flight included."""
+
     def __init__(
         self,
         max_failures: int,
         window: float,
+        store: FailureStore | None = None,
+        clock: Callable[[], float] = time.time,
         max_keys: int = 100_000,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._max_failures = max_failures
         self._window = window
-        self._max_keys = max_keys
+        self._store = store or LocalFailures(max_failures)
         self._clock = clock
+        self._max_keys = max_keys
         self._lock = threading.Lock()
-        self._states: OrderedDict[str, _AddressState] = OrderedDict()
+        #: Checks running now per address key (this process's; they last a second at most).
+        self._in_flight: OrderedDict[str, int] = OrderedDict()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AddressBudget:
-        return cls(settings.auth_max_failures_per_address, settings.auth_failure_window)
-
-    def _state(self, key: str, now: float) -> _AddressState:
-        state = self._states.get(key)
-        if state is None:
-            state = self._states[key] = _AddressState(deque(maxlen=self._max_failures))
-        failures = state.failures
-        while failures and failures[0] <= now - self._window:
-            failures.popleft()
-        self._states.move_to_end(key)
-        while len(self._states) > self._max_keys:
-            self._states.popitem(last=False)
-        return state
+    def from_settings(cls, settings: Settings, store: FailureStore | None = None) -> AddressBudget:
+        return cls(settings.auth_max_failures_per_address, settings.auth_failure_window, store)
 
     def reserve(self, address: str) -> float | None:
         """Take a place for one password check from ``address``; None if taken, else the
         seconds until one may be free (nothing taken)."""
+        key = address_key(address)
         now = self._clock()
+        failures = self._store.times(key, now, self._window)
         with self._lock:
-            state = self._state(address_key(address), now)
-            if len(state.failures) + state.in_flight < self._max_failures:
-                state.in_flight += 1
+            running = self._in_flight.get(key, 0)
+            if len(failures) + running < self._max_failures:
+                self._in_flight[key] = running + 1
+                self._in_flight.move_to_end(key)
+                while len(self._in_flight) > self._max_keys:
+                    self._in_flight.popitem(last=False)
                 return None
-            if len(state.failures) >= self._max_failures:
-                return max(state.failures[0] + self._window - now, 0.001)
-            return IN_FLIGHT_RETRY_SECONDS
+        if len(failures) >= self._max_failures:
+            return max(failures[-self._max_failures] + self._window - now, 0.001)
+        return IN_FLIGHT_RETRY_SECONDS
 
     def settle(self, address: str, failed: bool) -> None:
         """Give back the place ``reserve`` took; a failed check stays counted for the window."""
-        now = self._clock()
+        key = address_key(address)
         with self._lock:
-            state = self._state(address_key(address), now)
-            state.in_flight = max(state.in_flight - 1, 0)
-            if failed:
-                state.failures.append(now)
+            running = self._in_flight.get(key, 0) - 1
+            if running > 0:
+                self._in_flight[key] = running
+            else:
+                self._in_flight.pop(key, None)
+        if failed:
+            self._store.add([key], self._clock(), self._window)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from oxidav.authz.authn.credential_cache import CredentialCache
+from oxidav.authz.authn.failures import DatabaseFailures
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.login_refusals import HashingBusy
 from oxidav.authz.authn.principal import Principal
@@ -147,7 +148,9 @@ class LinkGate:
     ) -> None:
         self.db = db
         self.engine = GrantEngine(db)
-        self.throttle = LoginThrottle(settings.auth_max_failures, settings.auth_failure_window)
+        self.throttle = LoginThrottle(
+            settings.auth_max_failures, settings.auth_failure_window, DatabaseFailures(db, "link")
+        )
         self.verified: CredentialCache[Principal] = CredentialCache(settings.auth_cache_seconds)
         self.hashing = hashing
         self.address_budget = address_budget

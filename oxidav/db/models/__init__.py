@@ -17,10 +17,11 @@ from oxidav.db.models import (
     sync,
     tree,
 )
-from oxidav.db.models.users import AppPassword, User
+from oxidav.db.models.users import AppPassword, LoginFailure, User
 
 __all__ = [
     "AppPassword",
+    "LoginFailure",
     "User",
     "authz",
     "blobs",

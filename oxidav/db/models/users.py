@@ -1,10 +1,10 @@
-"""Users and their app passwords."""
+"""Users, their app passwords, and the failed password checks the login throttles count."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from oxidav.db.base import Base, UTCDateTime, utcnow
@@ -46,3 +46,21 @@ class AppPassword(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     user: Mapped[User] = relationship(back_populates="app_passwords")
+
+
+class LoginFailure(Base):
+    """One failed password check, kept for the throttles' window so that every process counts
+    it (``oxidav.authz.authn.failures``). ``key`` is a digest of what was throttled (a user name
+    and address, an address, a link and address), never the name itself; ``failed_at`` is the
+    wall-clock time in seconds."""
+
+    __tablename__ = "login_failures"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_login_failures_key_failed_at", "key", "failed_at"),
+        Index("ix_login_failures_failed_at", "failed_at"),
+    )
