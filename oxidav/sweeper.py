@@ -67,7 +67,8 @@ class Sweeper:
             BATCHES_PER_PASS,
             now=now,
         )
-        failures = purge_old(services.db, None if now is None else now.timestamp())
+        window = services.settings.auth_failure_window
+        failures = purge_old(services.db, window, None if now is None else now.timestamp())
         return SweepReport(
             purged, gc.manifests_removed, gc.chunks_removed, gc.bytes_freed, failures
         )

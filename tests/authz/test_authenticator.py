@@ -12,7 +12,7 @@ from sqlalchemy import delete, select
 
 from oxidav.authz.authn import accounts
 from oxidav.authz.authn.authenticator import Authenticator, HashingBusy, TooManyFailedLogins
-from oxidav.authz.authn.failures import KEEP_SECONDS, purge_old
+from oxidav.authz.authn.failures import purge_old
 from oxidav.authz.authn.hashing_gate import HashingGate
 from oxidav.authz.authn.throttle import IN_FLIGHT_RETRY_SECONDS, AddressBudget, address_key
 from oxidav.db import Database
@@ -157,7 +157,8 @@ def test_stored_failures_name_nobody_and_old_ones_are_purged(
     with database.read() as session:
         keys = session.scalars(select(LoginFailure.key)).all()
     assert keys and not any("alice" in key or "10.0.0.30" in key for key in keys)
-    assert purge_old(database, now=time.time() + KEEP_SECONDS + 1) == len(keys)
+    assert purge_old(database, 300.0, now=time.time() - 1) == 0  # still in the window
+    assert purge_old(database, 300.0, now=time.time() + 301) == len(keys)
 
 
 def test_deleted_user_cascades_app_passwords(database: Database, alice: int) -> None:

@@ -7,7 +7,7 @@ gets no more guesses than through one. Keys are stored as digests (no user name 
 times are wall-clock seconds, the one clock processes share. It is read and written only on the
 slow path of a login (a credential not in the cache, about to cost an argon2 run). A key's rows
 older than the window are deleted with its next failure; ``purge_old`` (the server's sweep)
-deletes every row older than ``KEEP_SECONDS``, so the table holds at most a day of failures.
+deletes every row older than the window, so the table holds one window of failures.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from sqlalchemy import delete, insert, select
 
 from oxidav.db import Database
 from oxidav.db.models.users import LoginFailure
-
-#: No throttle window is longer: a failure this old is deleted whatever its key.
-KEEP_SECONDS = 86_400.0
 
 
 class FailureStore(Protocol):
@@ -119,9 +116,10 @@ class DatabaseFailures:
             session.execute(delete(LoginFailure).where(LoginFailure.key == self._digest(key)))
 
 
-def purge_old(db: Database, now: float | None = None) -> int:
-    """Delete the failures older than ``KEEP_SECONDS``; how many rows went."""
-    cutoff = (time.time() if now is None else now) - KEEP_SECONDS
+def purge_old(db: Database, window: float, now: float | None = None) -> int:
+    """Delete the failures older than ``window`` seconds (no throttle counts them any more);
+    how many rows went."""
+    cutoff = (time.time() if now is None else now) - window
     with db.write() as session:
         result = session.execute(delete(LoginFailure).where(LoginFailure.failed_at <= cutoff))
         return int(getattr(result, "rowcount", 0) or 0)
