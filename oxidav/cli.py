@@ -1,28 +1,33 @@
 """The ``oxidav`` command line (docs/architecture.md#command-line).
 
 Each command is a small handler ``(args, settings) -> exit code``. Rooms with commands of their
-own (blobs, tree) contribute them through a ``register(subparsers)`` function in their ``cli``
-module; ``ROOM_COMMANDS`` lists those modules.
+own (blobs, tree, authz, locks, uploads, backup, config) contribute them through a
+``register(subparsers)`` function in their ``cli`` module; ``ROOM_COMMANDS`` lists those modules.
 """
 
 from __future__ import annotations
 
 import argparse
 import getpass
-import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from oxidav import settings_report
+from oxidav.authz import cli as authz_cli
+from oxidav.authz import locks_cli
 from oxidav.authz.authn import accounts
+from oxidav.backup import cli as backup_cli
+from oxidav.blobs import cli as blobs_cli
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
+from oxidav.nextcloud import cli as nextcloud_cli
 from oxidav.presence import MaintenanceRunningError
 from oxidav.settings import (
     Settings,
@@ -38,17 +43,27 @@ from oxidav.startup import (
     database_error,
     is_default_data_dir,
 )
+from oxidav.tree import cli as tree_cli
 from oxidav.version import __version__
 
-#: Modules whose ``register(subparsers)`` adds commands; skipped while a room has none yet.
-ROOM_COMMANDS = (
-    "oxidav.blobs.cli",
-    "oxidav.tree.cli",
-    "oxidav.authz.cli",
-    "oxidav.authz.locks_cli",
-    "oxidav.nextcloud.cli",
-    "oxidav.backup.cli",
-    "oxidav.settings_report",
+
+class CommandModule(Protocol):
+    """A room's ``cli`` module."""
+
+    def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        """Add the room's commands."""
+        ...
+
+
+#: The rooms' commands: each module's ``register(subparsers)`` adds its own.
+ROOM_COMMANDS: tuple[CommandModule, ...] = (
+    blobs_cli,
+    tree_cli,
+    authz_cli,
+    locks_cli,
+    nextcloud_cli,
+    backup_cli,
+    settings_report,
 )
 
 
@@ -196,13 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--label", default="")
     create.set_defaults(handler=cmd_app_password_create)
 
-    for module_name in ROOM_COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
-                raise  # the room exists but something it imports is missing
-            continue
+    for module in ROOM_COMMANDS:
         before = set(sub.choices)
         module.register(sub)
         for name in set(sub.choices) - before:
