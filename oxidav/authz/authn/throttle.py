@@ -107,8 +107,8 @@ class AddressBudget:
         seconds until one may be free (nothing taken)."""
         key = address_key(address)
         now = self._clock()
-        failures = self._store.times(key, now, self._window)
-        with self._lock:
+        with self._lock:  # the failures and the checks in flight are read as one state
+            failures = self._store.times(key, now, self._window)
             running = self._in_flight.get(key, 0)
             if len(failures) + running < self._max_failures:
                 self._in_flight[key] = running + 1
@@ -123,11 +123,11 @@ class AddressBudget:
     def settle(self, address: str, failed: bool) -> None:
         """Give back the place ``reserve`` took; a failed check stays counted for the window."""
         key = address_key(address)
-        with self._lock:
+        with self._lock:  # a failed check moves from in flight to the failures at once
+            if failed:
+                self._store.add([key], self._clock(), self._window)
             running = self._in_flight.get(key, 0) - 1
             if running > 0:
                 self._in_flight[key] = running
             else:
                 self._in_flight.pop(key, None)
-        if failed:
-            self._store.add([key], self._clock(), self._window)
