@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from oxidav import environ as environ_keys
-from oxidav.environ import ENVIRON_REQUEST_ID
+from oxidav.environ import ENVIRON_REQUEST_ID, base_path_of
 from oxidav.nextcloud.login_flow import LOGIN_V2
 from oxidav.observability.logs import ACCESS_FIELDS
 from oxidav.observability.metrics import Metrics
@@ -114,13 +114,13 @@ def access_fields(
     environ: WSGIEnvironment, status: str, millis: float, sent: int, received: int = 0
 ) -> dict[str, Any]:
     """The values of an access line (unescaped; secrets in the path masked)."""
-    path = _text(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""))
+    inner = _text(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""))
     return {
         "method": str(environ.get("REQUEST_METHOD", "-")),
-        "path": mask_path(path),
+        "path": base_path_of(environ) + mask_path(inner),
         "status": status,
         "duration_ms": round(millis, 1),
-        "user": _text(_user(environ, path)),
+        "user": _text(_user(environ, inner)),
         "addr": client_address(environ) or "-",
         "bytes_out": sent,
         "bytes_in": received,

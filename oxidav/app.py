@@ -14,12 +14,14 @@ but the ``Services`` they are given. The request path, outermost first::
                                     uncaught exceptions logged, every answer framed correctly
     RejectBadPaths                  a path that is not UTF-8 or climbs above "/": 400;
                                     dot segments resolved
+    BasePath                        the base_path prefix taken off the path and Destination;
+                                    outside it: 404 (oxidav.base_path)
     Router                          /healthz, /readyz, /metrics (oxidav.observability),
                                     /.well-known/*, (Nextcloud) /status.php, /ocs/*,
                                     public links: /s/<token>, /public.php/webdav and
                                     /public.php/dav/files/<token> (their own WsgiDAVApps:
                                     OxiErrorPages, PublicLinkMiddleware, resolver)
-    WsgiDAVApp                      resolves the provider by path, then its middleware stack:
+    MountedDavApp                   WsgiDAV's app: the provider by path, then its stack:
       OxiErrorPages                 DAVError / exception -> HTTP response, no details leaked
       OxiHTTPAuthenticator          Basic auth via OxiDomainController (cache, throttle)
       AuthzMiddleware               may this principal touch this path / Destination?
@@ -33,8 +35,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wsgidav.wsgidav_app import WsgiDAVApp
-
 from oxidav import urls
 from oxidav.access_log import AccessLog
 from oxidav.authz.authn.basic_auth import OxiHTTPAuthenticator
@@ -44,6 +44,7 @@ from oxidav.authz.links.middleware import TOKEN_IN_PATH, PublicLinkMiddleware
 from oxidav.authz.links.pages import PublicLinkPages
 from oxidav.authz.lock_holders import LockHolders
 from oxidav.authz.middleware import AuthzMiddleware
+from oxidav.base_path import BasePath, MountedDavApp, normalized
 from oxidav.error_pages import OxiErrorPages
 from oxidav.nextcloud import reports as nextcloud_reports
 from oxidav.nextcloud.context import nextcloud_context
@@ -103,6 +104,7 @@ def outer_stack(settings: Settings, metrics: Metrics) -> list[Layer]:
         lambda app: AccessLog(app, metrics),
         ResponseGuard,
         RejectBadPaths,
+        lambda app: BasePath(app, settings.base_path),
     ]
 
 
@@ -161,6 +163,7 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
             SHARE_TYPE_SOURCES: [link_share_types],  # oc:share-types 3
         },
         "dir_browser": {"enable": False},
+        "mount_path": normalized(settings.base_path) or None,  # hrefs start with base_path
         "lock_storage": DbLockStorage(
             services.db,
             max_timeout=settings.lock_max_timeout,
@@ -206,8 +209,8 @@ def public_link_routes(settings: Settings, services: Services) -> list[tuple[str
     """Router entries of public links: their two WebDAV endpoints and ``/s/<token>`` pages."""
     authenticator = services.authenticator
     gate = LinkGate(services.db, settings, authenticator.hashing, authenticator.address_budget)
-    dav = WsgiDAVApp(public_dav_config(settings, services, gate))
-    dav_files = WsgiDAVApp(public_dav_config(settings, services, gate, urls.PUBLIC_DAV_FILES))
+    dav = MountedDavApp(public_dav_config(settings, services, gate))
+    dav_files = MountedDavApp(public_dav_config(settings, services, gate, urls.PUBLIC_DAV_FILES))
     pages = PublicLinkPages(gate, dav, services.blobs)
     return [
         (urls.PUBLIC_WEBDAV, dav),
@@ -237,7 +240,7 @@ def make_app(
     services = services or Services.open(settings)
     metrics = metrics or Metrics()
     readiness = instrument(services, metrics)
-    dav = WsgiDAVApp(dav_config(settings, services))
+    dav = MountedDavApp(dav_config(settings, services))
     routes = [
         *observability_routes(metrics, readiness, settings.metrics_allow),
         *DISCOVERY_ROUTES,

@@ -24,6 +24,8 @@ Environ = Mapping[str, Any]
 ENVIRON_CLIENT_ADDRESS = "oxidav.client_address"
 #: The public ``scheme://host[:port]`` the client used (``str``; ``oxidav.origin``).
 ENVIRON_PUBLIC_BASE = "oxidav.public_base"
+#: The ``base_path`` prefix taken off the request path (``str``; ``oxidav.base_path``).
+ENVIRON_BASE_PATH = "oxidav.base_path"
 #: The request id (``str``), also sent as ``X-Request-ID`` (``oxidav.response_guard``).
 ENVIRON_REQUEST_ID = "oxidav.request_id"
 #: Set by whoever answered a 5xx with a body that tells nothing but the status and the request
@@ -100,3 +102,8 @@ def node_of(environ: Environ) -> NodeInfo | None:
 def request_id_of(environ: Environ) -> str:
     """This request's id ("" before the response guard gave it one)."""
     return str(environ.get(ENVIRON_REQUEST_ID, ""))
+
+
+def base_path_of(environ: Environ) -> str:
+    """The ``base_path`` prefix taken off this request's path (``""``: none)."""
+    return str(environ.get(ENVIRON_BASE_PATH, ""))

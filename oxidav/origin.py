@@ -127,7 +127,7 @@ def _host_name(host: str) -> str:
 @dataclass(frozen=True)
 class Origin:
     client_address: str
-    public_base: str  # scheme://host[:port], no trailing slash
+    public_base: str  # scheme://host[:port] and base_path, no trailing slash
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,8 @@ class OriginPolicy:
     public_url: str = ""
     trusted_hosts: tuple[str, ...] = ()
     listen_host: str = "127.0.0.1"
+    #: The ``base_path`` setting (``/cloud`` or ``""``), the path every public URL starts with.
+    base_path: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OriginPolicy:
@@ -146,6 +148,7 @@ class OriginPolicy:
             public_url=settings.public_url.rstrip("/"),
             trusted_hosts=tuple(h.lower() for h in settings.trusted_hosts),
             listen_host=settings.host,
+            base_path=settings.base_path.rstrip("/"),
         )
 
     def _trusted_proxy(self, address: str) -> bool:
@@ -179,6 +182,12 @@ class OriginPolicy:
         return f"{scheme}://{listen}" if default or not port else f"{scheme}://{listen}:{port}"
 
     def resolve(self, environ: WSGIEnvironment) -> Origin:
+        origin = self._resolve(environ)
+        if not self.base_path:
+            return origin
+        return Origin(origin.client_address, origin.public_base + self.base_path)
+
+    def _resolve(self, environ: WSGIEnvironment) -> Origin:
         peer = str(environ.get("REMOTE_ADDR") or "")
         scheme = "https" if environ.get("wsgi.url_scheme") == "https" else "http"
         host = str(environ.get("HTTP_HOST") or "")
@@ -229,7 +238,8 @@ def client_address(environ: WSGIEnvironment) -> str:
 
 
 def public_base(environ: WSGIEnvironment) -> str:
-    """``scheme://host[:port]`` that generated URLs start with (no trailing slash)."""
+    """``scheme://host[:port]`` and the ``base_path`` that generated URLs start with (no
+    trailing slash): what an oxidav path (``/index.php/…``) is appended to."""
     base = environ.get(ENVIRON_PUBLIC_BASE)
     return str(base) if base is not None else DEFAULT_POLICY.resolve(environ).public_base
 
@@ -257,7 +267,7 @@ def public_url_problem(value: str) -> str | None:
     if parts.scheme not in ("http", "https") or not _valid_host(parts.netloc):
         return "must be http(s)://host[:port]"
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        return "must be http(s)://host[:port] without a path"
+        return "must be http(s)://host[:port] without a path (a path prefix is base_path)"
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from oxidav.environ import base_path_of
 from oxidav.urls import DAV_ROOT
 
 if TYPE_CHECKING:
@@ -32,10 +33,12 @@ class Router:
 
 
 def well_known_redirect(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-    """RFC 6764 §5: ``/.well-known/caldav`` and ``/.well-known/carddav`` point at the DAV root."""
+    """RFC 6764 §5: ``/.well-known/caldav`` and ``/.well-known/carddav`` point at the DAV root
+    (below ``base_path``)."""
+    location = base_path_of(environ) + DAV_ROOT + "/"
     start_response(
         "301 Moved Permanently",
-        [("Location", DAV_ROOT + "/"), ("Content-Length", "0"), ("Cache-Control", "no-cache")],
+        [("Location", location), ("Content-Length", "0"), ("Cache-Control", "no-cache")],
     )
     return [b""]
 

@@ -86,6 +86,10 @@ class Settings:
     #: Host names (or name:port) generated URLs may use (Nextcloud's ``trusted_domains``);
     #: empty: loopback names and ``host``. Another host gets the first of these instead.
     trusted_hosts: tuple[str, ...] = ()
+    #: Path prefix oxidav is served under (``/cloud``: ``https://host/cloud/remote.php/dav/…``);
+    #: every URL, href and redirect it answers carries it, and a path outside it is 404.
+    #: A reverse proxy forwards the prefix as it is (``oxidav.base_path``). Empty: none.
+    base_path: str = ""
     #: SQLAlchemy URL; empty means ``sqlite:///<data_dir>/oxidav.db``.
     database_url: str = ""
     #: SQLite only: ``normal`` syncs the WAL at checkpoints (a power loss may roll back the last
@@ -376,6 +380,11 @@ def _validate(settings: Settings) -> None:
     problem = public_url_problem(settings.public_url)
     if problem:
         raise SettingsError(f"invalid setting 'public_url': {problem}")
+    from oxidav.base_path import base_path_problem
+
+    problem = base_path_problem(settings.base_path)
+    if problem:
+        raise SettingsError(f"invalid setting 'base_path': {problem}")
     for host in settings.trusted_hosts:
         if not host or any(c in host for c in "/ @"):
             raise SettingsError(f"invalid setting 'trusted_hosts': {host!r} is not a host[:port]")

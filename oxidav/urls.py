@@ -1,5 +1,9 @@
 """The URL layout of docs/architecture.md#urls in one place: every href oxidav builds comes from
-here."""
+here.
+
+The paths are oxidav-absolute: what a request path looks like once the ``base_path`` prefix is
+taken off (``oxidav.base_path``). An href sent to a client starts with the prefix: the builders
+take it as ``mount`` (a provider's ``mount_path``, which is the prefix)."""
 
 from __future__ import annotations
 
@@ -31,20 +35,20 @@ def _segment(name: str) -> str:
     return quote(name, safe="")
 
 
-def principal_href(username: str) -> str:
-    return f"{PRINCIPALS_USERS}/{_segment(username)}/"
+def principal_href(username: str, mount: str = "") -> str:
+    return f"{mount}{PRINCIPALS_USERS}/{_segment(username)}/"
 
 
-def files_home_href(username: str) -> str:
-    return f"{FILES}/{_segment(username)}/"
+def files_home_href(username: str, mount: str = "") -> str:
+    return f"{mount}{FILES}/{_segment(username)}/"
 
 
-def calendar_home_href(username: str) -> str:
-    return f"{CALENDARS}/{_segment(username)}/"
+def calendar_home_href(username: str, mount: str = "") -> str:
+    return f"{mount}{CALENDARS}/{_segment(username)}/"
 
 
-def addressbook_home_href(username: str) -> str:
-    return f"{ADDRESSBOOKS_USERS}/{_segment(username)}/"
+def addressbook_home_href(username: str, mount: str = "") -> str:
+    return f"{mount}{ADDRESSBOOKS_USERS}/{_segment(username)}/"
 
 
 def owner_of_path(path: str) -> str | None:

@@ -35,6 +35,7 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, HTTP_NOT_FOUND, 
 from oxidav import urls
 from oxidav.db.models.nextcloud import Favorite
 from oxidav.db.models.tree import Node
+from oxidav.environ import base_path_of
 from oxidav.nextcloud.enrichers import NC, OC, OC_FAVORITE, OC_FILEID, OC_SIZE
 from oxidav.providers.dav.enrichment import enrichers
 from oxidav.providers.dav.multistatus import property_names, response_bytes, send_multistatus
@@ -79,11 +80,14 @@ def _one(parent: etree._Element, tag: str) -> etree._Element:
     return found
 
 
-def _scope_path(href: str) -> tuple[str, str]:
-    """``/files/<user>/<path>`` (or ``/remote.php/dav/files/…``) -> (user, tree path)."""
+def _scope_path(href: str, base_path: str = "") -> tuple[str, str]:
+    """``/files/<user>/<path>`` (or ``[base_path]/remote.php/dav/files/…``) -> (user, tree
+    path)."""
     path = unquote(href.strip())
     if "://" in path:
         path = "/" + path.split("://", 1)[1].partition("/")[2]
+    if base_path and path.startswith(base_path + urls.DAV_ROOT + "/"):
+        path = path[len(base_path) :]
     if path.startswith(urls.DAV_ROOT + "/"):
         path = path[len(urls.DAV_ROOT) :]
     prefix = urls.FILES[len(urls.DAV_ROOT) :] + "/"  # "/files/"
@@ -98,8 +102,9 @@ def _scope_path(href: str) -> tuple[str, str]:
         raise SearchError(str(exc)) from None
 
 
-def parse(body: etree._Element) -> Query:
-    """The ``Query`` of a ``DAV:searchrequest`` body; ``SearchError`` if unsupported."""
+def parse(body: etree._Element, base_path: str = "") -> Query:
+    """The ``Query`` of a ``DAV:searchrequest`` body; ``SearchError`` if unsupported.
+    ``base_path``: the prefix an absolute scope href may start with."""
     if body.tag != D + "searchrequest":
         raise SearchError("the body is not a DAV:searchrequest")
     basic = _one(body, BASICSEARCH)
@@ -109,7 +114,7 @@ def parse(body: etree._Element) -> Query:
     if not props:
         props = [D + "resourcetype"]
     scope = _one(_one(basic, D + "from"), D + "scope")
-    user, path = _scope_path(_one(scope, D + "href").text or "")
+    user, path = _scope_path(_one(scope, D + "href").text or "", base_path)
     depth = (scope.findtext(D + "depth") or "infinity").strip().lower()
     if depth not in ("0", "1", "infinity"):
         raise SearchError(f"unsupported depth {depth!r}")
@@ -305,7 +310,7 @@ class FilesSearch:
         self, server: Any, environ: dict[str, Any], start_response: Any, body: etree._Element
     ) -> Iterable[bytes]:
         try:
-            query = parse(body)
+            query = parse(body, base_path_of(environ))
         except SearchError as exc:
             raise DAVError(HTTP_BAD_REQUEST, str(exc)) from None
         username = environ.get("wsgidav.auth.user_name") or ""

@@ -70,7 +70,7 @@ class _PrincipalBase(LiveProperties, DAVCollection):  # type: ignore[misc]
         return {
             CURRENT_USER_PRINCIPAL: self._current_user_principal,
             PRINCIPAL_COLLECTION_SET: lambda: href_element(
-                PRINCIPAL_COLLECTION_SET, urls.PRINCIPALS + "/"
+                PRINCIPAL_COLLECTION_SET, self.provider.mount_path + urls.PRINCIPALS + "/"
             ),
             CURRENT_USER_PRIVILEGE_SET: lambda: privilege_set(PRINCIPAL_PRIVILEGES),
             SUPPORTED_REPORT_SET: lambda: supported_report_set(self),
@@ -80,7 +80,9 @@ class _PrincipalBase(LiveProperties, DAVCollection):  # type: ignore[misc]
         user = self.environ.get("wsgidav.auth.user_name")
         if not user:
             return etree.Element(CURRENT_USER_PRINCIPAL)
-        return href_element(CURRENT_USER_PRINCIPAL, urls.principal_href(user))
+        return href_element(
+            CURRENT_USER_PRINCIPAL, urls.principal_href(user, self.provider.mount_path)
+        )
 
 
 class PrincipalCollection(_PrincipalBase):
@@ -121,7 +123,7 @@ class UserPrincipal(_PrincipalBase):
 
     def live_properties(self) -> dict[str, Getter]:
         props = super().live_properties()
-        href = urls.principal_href(self.user.username)
+        href = urls.principal_href(self.user.username, self.provider.mount_path)
         props[RESOURCETYPE] = lambda: resourcetype("{DAV:}principal")
         props[PRINCIPAL_URL] = lambda: href_element(PRINCIPAL_URL, href)
         props[OWNER] = lambda: href_element(OWNER, href)
@@ -135,7 +137,9 @@ class UserPrincipal(_PrincipalBase):
 def _calendar_user_addresses(principal: UserPrincipal) -> etree._Element:
     hrefs = [f"mailto:{principal.user.email}"] if principal.user.email else []
     return href_element(
-        CALENDAR_USER_ADDRESS_SET, *hrefs, urls.principal_href(principal.user.username)
+        CALENDAR_USER_ADDRESS_SET,
+        *hrefs,
+        urls.principal_href(principal.user.username, principal.provider.mount_path),
     )
 
 
@@ -143,12 +147,12 @@ def _calendar_user_addresses(principal: UserPrincipal) -> etree._Element:
 #: name -> getter(principal).
 HOME_PROPERTIES: dict[str, PrincipalGetter] = {
     CALENDAR_HOME_SET: lambda p: href_element(
-        CALENDAR_HOME_SET, urls.calendar_home_href(p.user.username)
+        CALENDAR_HOME_SET, urls.calendar_home_href(p.user.username, p.provider.mount_path)
     ),
     CALENDAR_USER_ADDRESS_SET: _calendar_user_addresses,
     CALENDAR_USER_TYPE: lambda p: text_element(CALENDAR_USER_TYPE, "INDIVIDUAL"),
     ADDRESSBOOK_HOME_SET: lambda p: href_element(
-        ADDRESSBOOK_HOME_SET, urls.addressbook_home_href(p.user.username)
+        ADDRESSBOOK_HOME_SET, urls.addressbook_home_href(p.user.username, p.provider.mount_path)
     ),
 }
 
@@ -227,7 +231,7 @@ class PrincipalPropertySearchReport:
         responses = []
         if principal is not None and _search_matches(principal, body):
             props = principal.get_properties("named", name_list=names)
-            href = urls.principal_href(principal.user.username)
+            href = urls.principal_href(principal.user.username, principal.provider.mount_path)
             responses.append(response_bytes(href, props))
         return send_multistatus(environ, start_response, responses)
 

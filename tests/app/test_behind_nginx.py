@@ -1,7 +1,9 @@
-"""oxidav behind a real nginx (Debian's package) that terminates TLS: rclone and nextcloudcmd
-sync through it, and the URLs oxidav generates (login flow v2, link shares) are the public
-``https://`` ones nginx was reached at, since nginx is a trusted proxy. (SQLite: what is under
-test is the HTTP path; ``test_balanced_processes`` runs behind nginx on PostgreSQL.)
+"""oxidav behind a real nginx (Debian's package) that terminates TLS and serves it under a
+path prefix (``base_path = /cloud``): rclone, nextcloudcmd and python-caldav (discovering from
+the host's ``/.well-known/caldav``) sync through it, and the URLs oxidav generates (login flow
+v2) are the public ``https://…/cloud`` ones nginx was reached at, since nginx is a trusted
+proxy. (SQLite: what is under test is the HTTP path; ``test_balanced_processes`` runs behind
+nginx without a prefix, on PostgreSQL.)
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import caldav
 import pytest
 
 from tests.support.cli import run_oxidav
@@ -40,19 +43,31 @@ def _curl(url: str, cert: Path, *args: str) -> dict[str, object]:
     return data
 
 
-def test_rclone_and_nextcloudcmd_through_nginx_with_tls(tmp_path: Path) -> None:
+BASE = "/cloud"
+EVENT = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nBEGIN:VEVENT\r\n"
+    "UID:proxied-1\r\nDTSTAMP:20261201T100000Z\r\nDTSTART:20261201T100000Z\r\n"
+    "DTEND:20261201T110000Z\r\nSUMMARY:behind nginx\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+def test_rclone_nextcloudcmd_and_caldav_through_nginx_with_tls_and_a_prefix(
+    tmp_path: Path,
+) -> None:
     cert = self_signed(tmp_path / "tls")
     env = {
         "OXIDAV_DATA_DIR": str(tmp_path / "data"),
         "OXIDAV_TRUSTED_PROXIES": "127.0.0.1",
         "OXIDAV_TRUSTED_HOSTS": "localhost",
+        "OXIDAV_BASE_PATH": BASE,
     }
     _cli("user", "add", "alice", "--password", "secret", "--init", env=env)
     server = start_server_process(["--port", "0"], env=env)
     try:
         upstream = server.base_url.removeprefix("http://")
-        with nginx_proxy(tmp_path / "nginx", [upstream], cert) as port:
-            public = f"https://localhost:{port}"
+        with nginx_proxy(tmp_path / "nginx", [upstream], cert, BASE) as port:
+            host = f"https://localhost:{port}"
+            public = host + BASE
 
             # Generated URLs: what the client reached, https, not oxidav's own http address.
             flow = _curl(f"{public}/index.php/login/v2", cert.cert, "-X", "POST")
@@ -104,5 +119,19 @@ def test_rclone_and_nextcloudcmd_through_nginx_with_tls(tmp_path: Path) -> None:
                 assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
             got = {k: v for k, v in local_files(down).items() if not k.startswith("rclone/")}
             assert got == {k: v for k, v in local_files(up).items() if not k.startswith("rclone/")}
+
+            # python-caldav, given only the host: the well-known redirect, then discovery.
+            with caldav.DAVClient(
+                f"{host}/.well-known/caldav",
+                username="alice",
+                password="secret",
+                ssl_verify_cert=str(cert.cert),
+            ) as client:
+                principal = client.principal()
+                assert str(principal.url).startswith(f"{public}/remote.php/dav/principals/")
+                calendar = principal.make_calendar(name="Proxied", cal_id="proxied")
+                calendar.save_event(EVENT)
+                assert "SUMMARY:behind nginx" in calendar.event_by_uid("proxied-1").data
+                assert str(calendar.url).startswith(f"{public}/remote.php/dav/calendars/alice/")
     finally:
         assert server.stop() == 0

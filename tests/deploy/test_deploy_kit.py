@@ -120,7 +120,8 @@ def test_the_containers_entrypoint_and_health_check(tmp_path: Path) -> None:
     url = _serve_and_stop([OXIDAV, *argv[1:]], env)
     check = re.search(r'CMD python -c "(.*?)"', text)
     assert check is not None
-    assert "127.0.0.1:8080/healthz" in check.group(1)
+    assert "'http://127.0.0.1:8080' + os.environ.get('OXIDAV_BASE_PATH'" in check.group(1)
+    assert "'/healthz'" in check.group(1)
     assert url.startswith("http://127.0.0.1:")
 
 

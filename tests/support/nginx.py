@@ -38,7 +38,8 @@ http {{
         ssl_certificate {cert};
         ssl_certificate_key {key};
         client_max_body_size 0;
-        location / {{
+{well_known}
+        location {location} {{
             proxy_pass http://oxidav;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -67,15 +68,32 @@ def _free_port() -> int:
 
 
 @contextmanager
-def nginx_proxy(prefix: Path, upstreams: Sequence[str], cert: CertFiles) -> Iterator[int]:
+def nginx_proxy(
+    prefix: Path, upstreams: Sequence[str], cert: CertFiles, base_path: str = ""
+) -> Iterator[int]:
     """Run nginx proxying https://127.0.0.1:PORT/ to ``upstreams`` (``host:port``); yields
-    PORT once nginx accepts connections."""
+    PORT once nginx accepts connections. With ``base_path`` (``/cloud``) only that path is
+    proxied, as it is (oxidav's own ``base_path``), and the host's ``/.well-known/caldav``
+    and ``carddav`` redirect below it, as docs/deployment.md configures nginx."""
     prefix.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     servers = "\n".join(f"        server {upstream} max_fails=0;" for upstream in upstreams)
     config = prefix / "nginx.conf"
+    well_known = "".join(
+        f"        location = /.well-known/{dav} {{ return 301 {base_path}/remote.php/dav/; }}\n"
+        for dav in ("caldav", "carddav")
+        if base_path
+    )
     config.write_text(
-        CONFIG.format(prefix=prefix, servers=servers, port=port, cert=cert.cert, key=cert.key)
+        CONFIG.format(
+            prefix=prefix,
+            servers=servers,
+            port=port,
+            cert=cert.cert,
+            key=cert.key,
+            well_known=well_known,
+            location=f"{base_path}/" if base_path else "/",
+        )
     )
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     process = subprocess.Popen(

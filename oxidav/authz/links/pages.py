@@ -33,7 +33,7 @@ from oxidav.authz.links.access import Credentials, LinkDenied, LinkGate
 from oxidav.authz.links.store import LinkMode, LiveLink
 from oxidav.blobs import BlobChain
 from oxidav.download_headers import SANDBOX_POLICY, attachment
-from oxidav.environ import ENVIRON_LINK
+from oxidav.environ import ENVIRON_LINK, base_path_of
 from oxidav.origin import client_address, public_base
 from oxidav.tree import InvalidName, list_children, list_subtree, normalize_path, resolve
 from oxidav.urls import PUBLIC_SHARE, PUBLIC_WEBDAV
@@ -105,7 +105,7 @@ class PublicLinkPages:
         if method not in allowed:
             body = html.message("Method not allowed", f"{method} is not allowed here.")
             return self._answer(start_response, 405, body, [("Allow", ", ".join(allowed))])
-        base = f"{PUBLIC_SHARE}/{token}"
+        base = f"{base_path_of(environ)}{PUBLIC_SHARE}/{token}"
         posted = self._form_password(environ) if method == "POST" else None
         try:
             link = self.gate.open(token, self._credentials(environ, posted), "page")
@@ -196,7 +196,8 @@ class PublicLinkPages:
             if action or rel:
                 text = "This share only accepts uploads."
                 return self._answer(start_response, 403, html.message("Upload only", text))
-            text = f"Upload files with WebDAV to {PUBLIC_WEBDAV}/ (user name: the share token)."
+            webdav = base_path_of(environ) + PUBLIC_WEBDAV
+            text = f"Upload files with WebDAV to {webdav}/ (user name: the share token)."
             return self._answer(start_response, 200, html.message("File drop", text))
         if not link.is_folder:
             if rel:

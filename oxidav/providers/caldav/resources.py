@@ -118,7 +118,11 @@ class CalendarHome(
     ) -> SharedCalendarCollection:
         path = f"{self.path.rstrip('/')}/{shared_name(info.uri, owner)}/"
         state = SharedState(
-            reach, owner, f"{calendar_home_href(owner)}{info.uri}/", (C + "read-free-busy",)
+            reach,
+            owner,
+            f"{calendar_home_href(owner, self.provider.mount_path)}{info.uri}/",
+            (C + "read-free-busy",),
+            mount=self.provider.mount_path,
         )
         return SharedCalendarCollection(path, self.environ, self.backend, owner, info, state)
 

@@ -115,7 +115,7 @@ class AddressbooksProvider(CollectionProvider[ContactsBackend, BookInfo]):
         if not self.visible(environ, source.user):
             raise DAVError(HTTP_NOT_FOUND)
         destination = unquote(urlsplit(environ.get("HTTP_DESTINATION", "")).path)
-        share = (str(self.mount_path or "") + str(self.share_path or "")).rstrip("/")
+        share = str(self.share_path or "").rstrip("/")  # a Destination is base_path-free
         target = CardDavPath.parse(destination[len(share) :])
         if not destination.startswith(share + "/") or target.kind != "card":
             raise DAVError(HTTP_FORBIDDEN, "the Destination must be a card in an address book")

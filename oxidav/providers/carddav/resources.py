@@ -103,7 +103,9 @@ class AddressBookHome(
 
     def shared_resource(self, info: BookInfo, owner: str, reach: Reach) -> SharedAddressBook:
         path = f"{self.path.rstrip('/')}/{shared_name(info.uri, owner)}/"
-        state = SharedState(reach, owner, f"{addressbook_home_href(owner)}{info.uri}/")
+        mount = self.provider.mount_path
+        home = addressbook_home_href(owner, mount)
+        state = SharedState(reach, owner, f"{home}{info.uri}/", mount=mount)
         return SharedAddressBook(path, self.environ, self.backend, owner, info, state)
 
     def create_collection(self, name: str) -> None:

@@ -104,6 +104,7 @@ class OwnedProperties(LiveProperties):
     """Mixin: the access properties of a resource below ``owner_name``'s home."""
 
     environ: dict[str, Any]
+    provider: Any  # its DAVProvider: ``mount_path`` is the hrefs' prefix
     owner_name: str
     #: DAV:current-user-privilege-set of the owner (RFC 3744 §5.4).
     privileges: tuple[str, ...] = OWNER_PRIVILEGES
@@ -112,13 +113,15 @@ class OwnedProperties(LiveProperties):
         return {
             CURRENT_USER_PRINCIPAL: self._current_user_principal,
             CURRENT_USER_PRIVILEGE_SET: lambda: privilege_set(self.privileges),
-            OWNER: lambda: href_element(OWNER, principal_href(self.owner_name)),
+            OWNER: lambda: href_element(
+                OWNER, principal_href(self.owner_name, self.provider.mount_path)
+            ),
             SUPPORTED_REPORT_SET: lambda: supported_report_set(self),
         }
 
     def _current_user_principal(self) -> etree._Element:
         user = self.environ.get("wsgidav.auth.user_name") or self.owner_name
-        return href_element(CURRENT_USER_PRINCIPAL, principal_href(user))
+        return href_element(CURRENT_USER_PRINCIPAL, principal_href(user, self.provider.mount_path))
 
 
 class OwnedCollection(OwnedProperties, DAVCollection, Generic[BackendT]):  # type: ignore[misc]

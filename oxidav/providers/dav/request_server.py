@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from lxml import etree
 from wsgidav import util
@@ -210,6 +211,33 @@ class OxiRequestServer(RequestServer):  # type: ignore[misc]
         properties at all)."""
         _rename_propname(environ)
         return propfind(self, environ, start_response)
+
+    def do_COPY(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        return self._copy_or_move_mounted(environ, start_response, super().do_COPY)
+
+    def do_MOVE(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        return self._copy_or_move_mounted(environ, start_response, super().do_MOVE)
+
+    def _copy_or_move_mounted(
+        self, environ: dict[str, Any], start_response: Any, handler: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """WsgiDAV's COPY / MOVE, handed the Destination with the provider's ``mount_path``
+        in front, as it expects it (oxidav's layers see it without: ``oxidav.base_path``)."""
+        mount_path = str(self._davProvider.mount_path or "")
+        destination = environ.get("HTTP_DESTINATION")
+        if not mount_path or not destination:
+            result: Iterable[bytes] = handler(environ, start_response)
+            return result
+        try:
+            parts = urlsplit(str(destination))
+        except ValueError:
+            raise DAVError(HTTP_BAD_REQUEST, "malformed Destination header") from None
+        environ["HTTP_DESTINATION"] = urlunsplit(parts._replace(path=mount_path + parts.path))
+        try:
+            result = handler(environ, start_response)  # answered before it returns
+        finally:
+            environ["HTTP_DESTINATION"] = destination
+        return result
 
     def do_MKCALENDAR(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         """RFC 4791 §5.3.1: create a calendar collection, its properties set from the body."""

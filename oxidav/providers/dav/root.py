@@ -38,7 +38,7 @@ class DavRoot(DAVCollection):  # type: ignore[misc]
             user = self.environ.get("wsgidav.auth.user_name")
             if not user:
                 return etree.Element(name)
-            return href_element(name, principal_href(user))
+            return href_element(name, principal_href(user, self.provider.mount_path))
         return super().get_property_value(name)
 
 

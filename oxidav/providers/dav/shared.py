@@ -117,6 +117,8 @@ class SharedState:
     owner_href: str
     #: Privileges every principal holds here besides read (CALDAV:read-free-busy).
     extra_read: tuple[str, ...] = ()
+    #: The ``base_path`` prefix of the hrefs it answers (the provider's ``mount_path``).
+    mount: str = ""
 
     @property
     def privileges(self) -> tuple[str, ...]:
@@ -134,7 +136,7 @@ class SharedState:
             INVITE: lambda: self._invite(environ, display_name),
             SHARE_ACCESS: self._share_access,
             OWNER_PRINCIPAL: lambda: _text(
-                OWNER_PRINCIPAL, principal_href(self.owner_name).strip("/")
+                OWNER_PRINCIPAL, principal_href(self.owner_name, self.mount).strip("/")
             ),
         }
 
@@ -149,12 +151,12 @@ class SharedState:
         """CS:invite as CalendarServer answers it to a sharee: the organizer and this user."""
         invite = etree.Element(INVITE)
         organizer = etree.SubElement(invite, CS + "organizer")
-        etree.SubElement(organizer, "{DAV:}href").text = principal_href(self.owner_name)
+        etree.SubElement(organizer, "{DAV:}href").text = principal_href(self.owner_name, self.mount)
         _text(CS + "common-name", display_name(self.owner_name), organizer)
         user = str(environ.get("wsgidav.auth.user_name") or "")
         if user:
             entry = etree.SubElement(invite, CS + "user")
-            etree.SubElement(entry, "{DAV:}href").text = principal_href(user)
+            etree.SubElement(entry, "{DAV:}href").text = principal_href(user, self.mount)
             _text(CS + "common-name", display_name(user), entry)
             etree.SubElement(entry, CS + "invite-accepted")
             access = etree.SubElement(entry, CS + "access")

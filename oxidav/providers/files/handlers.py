@@ -183,7 +183,7 @@ def _check_destination(provider: Any, environ: dict[str, Any]) -> None:
     if not raw:
         return
     dest = util.normalize_path(unquote(urlsplit(raw).path))
-    prefix = provider.mount_path + provider.share_path
+    prefix = provider.share_path  # oxidav's layers see Destination without base_path
     if not dest.lower().startswith(prefix.lower() + "/"):
         return  # another share: WsgiDAV answers 502
     path = dest[len(prefix) :]
