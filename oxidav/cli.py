@@ -29,6 +29,7 @@ from oxidav.db import Database
 from oxidav.db.migrate import SchemaTooNewError
 from oxidav.nextcloud import cli as nextcloud_cli
 from oxidav.presence import MaintenanceRunningError
+from oxidav.push import cli as push_cli
 from oxidav.settings import (
     Settings,
     SettingsError,
@@ -64,6 +65,7 @@ ROOM_COMMANDS: tuple[CommandModule, ...] = (
     nextcloud_cli,
     backup_cli,
     settings_report,
+    push_cli,
 )
 
 
@@ -253,6 +255,9 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "client_command", False):  # a client: no installation, no settings
+        client: int = args.handler(args)
+        return client
     try:
         args.setting_warnings = unknown_env_warnings()
         if args.handler is not cmd_serve:  # serve logs them, in its log format

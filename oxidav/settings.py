@@ -160,6 +160,9 @@ class Settings:
     caldav_max_recurrence_work: int = 100_000
     #: Identifies this installation in Nextcloud ``oc:id`` values and status.php.
     instance_id: str = "oc0000000001"
+    #: Push protocol (``oxidav push``): bytes of one user's request bodies under way in one
+    #: process; beyond it a request is answered 429 with Retry-After (one alone always passes).
+    push_inflight_bytes: int = 64 << 20
     #: Advertise Nextcloud bulk upload (``dav.bulkupload``) to clients.
     nextcloud_bulk_upload: bool = True
     #: Oldest Nextcloud desktop client (User-Agent ``mirall/X.Y.Z``) offered bulk upload; older
@@ -280,6 +283,7 @@ def _validate(settings: Settings) -> None:
         ("auth_cache_seconds", settings.auth_cache_seconds >= 0, "must not be negative"),
         ("sweep_interval_seconds", settings.sweep_interval_seconds >= 0, "must not be negative"),
         ("sweep_grace_seconds", settings.sweep_grace_seconds >= 60, "must be at least 60"),
+        ("push_inflight_bytes", settings.push_inflight_bytes >= 0, "must not be negative"),
         ("auth_max_failures", settings.auth_max_failures >= 1, "must be at least 1"),
         (
             "nextcloud_bulk_min_desktop",

@@ -4,9 +4,10 @@ One pass drops upload sessions idle for ``sessions.STALE_AFTER`` (abandoned chun
 with their chunk references) and then collects blob manifests and chunks unreferenced for
 ``sweep_grace_seconds`` (``blobs.gc.collect_some``: what a refused or abandoned upload
 ingested), and deletes the failed logins older than the throttles keep
-(``authz.authn.failures.purge_old``). Each pass does bounded work: at most
-``SESSIONS_PER_PASS`` sessions and ``BATCHES_PER_PASS`` gc transactions of each kind; whatever
-is left waits for the next pass.
+(``authz.authn.failures.purge_old``) and the push protocol's staging rows older than the
+grace period (``nextcloud.push.holdings``: gc owns their chunks by then). Each pass does
+bounded work: at most ``SESSIONS_PER_PASS`` sessions and ``BATCHES_PER_PASS`` gc transactions
+of each kind; whatever is left waits for the next pass.
 Several server processes on one database may sweep at once: the purge of a session is
 idempotent and gc skips rows another transaction holds (``skip_locked``), and the grace
 period keeps the bytes of an ingest still under way (the rules of ``blobs.gc``). ``oxidav
@@ -21,10 +22,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from oxidav.authz.authn.failures import purge_old
 from oxidav.blobs.gc import collect_some
+from oxidav.nextcloud.push.holdings import forget_staged_before, staged_after
 from oxidav.nextcloud.uploads.sessions import purge_stale
 from oxidav.services import Services
 
@@ -45,6 +47,7 @@ class SweepReport:
     chunks_removed: int
     bytes_freed: int
     login_failures_removed: int = 0
+    staged_chunks_forgotten: int = 0
 
 
 class Sweeper:
@@ -69,8 +72,11 @@ class Sweeper:
         )
         window = services.settings.auth_failure_window
         failures = purge_old(services.db, window, None if now is None else now.timestamp())
+        grace = services.settings.sweep_grace_seconds
+        cutoff = staged_after(grace) if now is None else now - timedelta(seconds=grace)
+        staged = forget_staged_before(services.db, cutoff)
         return SweepReport(
-            purged, gc.manifests_removed, gc.chunks_removed, gc.bytes_freed, failures
+            purged, gc.manifests_removed, gc.chunks_removed, gc.bytes_freed, failures, staged
         )
 
     def start(self) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from oxidav.nextcloud.push import protocol as push_protocol
+
 #: The Nextcloud server version oxidav claims to be (clients gate features on >= 10, 18, 25).
 VERSION = (28, 0, 4, 1)
 VERSION_STRING = "28.0.4"
@@ -41,11 +43,15 @@ def version_block() -> dict[str, Any]:
     }
 
 
-def capabilities(bulk_upload: bool = True) -> dict[str, Any]:
+def capabilities(
+    bulk_upload: bool = True, chunking: tuple[int, int, int] | None = None
+) -> dict[str, Any]:
     """The ``capabilities`` object of ``/ocs/v{1,2}.php/cloud/capabilities``.
 
     ``bulk_upload`` (setting ``nextcloud_bulk_upload``) switches ``dav.bulkupload``: without
-    it clients PUT small files one by one (docs/nextcloud-protocol.md#uploads)."""
+    it clients PUT small files one by one (docs/nextcloud-protocol.md#uploads). ``chunking``:
+    the blob chain's FastCDC (min, avg, max) sizes, advertised with the push protocol
+    (docs/push-protocol.md) as ``oxidav.push``."""
     dav = {"chunking": "1.0", **({"bulkupload": "1.0"} if bulk_upload else {})}
     return {
         "core": {"pollinterval": 60, "webdav-root": "remote.php/webdav"},
@@ -61,6 +67,25 @@ def capabilities(bulk_upload: bool = True) -> dict[str, Any]:
             "versioning": False,
         },
         "files_sharing": sharing_block(),
+        **({"oxidav": {"push": push_block(chunking)}} if chunking is not None else {}),
+    }
+
+
+def push_block(chunking: tuple[int, int, int]) -> dict[str, Any]:
+    """``oxidav.push``: the push protocol's version, endpoint and chunk parameters."""
+    min_size, avg_size, max_size = chunking
+    return {
+        "version": push_protocol.VERSION,
+        "endpoint": push_protocol.PUSH_ROOT.lstrip("/"),
+        "chunking": {
+            "algorithm": "fastcdc-2020",
+            "hash": "blake3",
+            "min": min_size,
+            "avg": avg_size,
+            "max": max_size,
+        },
+        "max_chunks_body": push_protocol.MAX_CHUNKS_BODY,
+        "max_commit_body": push_protocol.MAX_COMMIT_BODY,
     }
 
 

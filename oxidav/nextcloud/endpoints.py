@@ -65,10 +65,13 @@ def status_body(maintenance: bool = False) -> bytes:
 
 
 @functools.cache
-def capabilities_body(api_version: int, as_json: bool, bulk: bool = True) -> tuple[bytes, str]:
-    """The capabilities answer, rendered once per (API version, format, bulk) and reused."""
+def capabilities_body(
+    api_version: int, as_json: bool, bulk: bool = True, chunking: tuple[int, int, int] | None = None
+) -> tuple[bytes, str]:
+    """The capabilities answer, rendered once per (API version, format, bulk, chunk
+    parameters) and reused."""
     code = ocs.OK_V1 if api_version == 1 else ocs.OK_V2
-    data = {"version": caps.version_block(), "capabilities": caps.capabilities(bulk)}
+    data = {"version": caps.version_block(), "capabilities": caps.capabilities(bulk, chunking)}
     return ocs.render(ocs.envelope(code, "OK", data), as_json)
 
 
@@ -117,7 +120,12 @@ class OcsApp:
                 settings.nextcloud_bulk_upload,
                 settings.nextcloud_bulk_min_desktop,
             )
-            body, content_type = capabilities_body(api_version, as_json, bulk)
+            chunking = (
+                settings.blob_chunk_min,
+                settings.blob_chunk_avg,
+                settings.blob_chunk_max,
+            )
+            body, content_type = capabilities_body(api_version, as_json, bulk, chunking)
             return _respond(start_response, "200 OK", body, content_type)
         return self._user(environ, start_response, api_version, as_json)
 

@@ -33,6 +33,8 @@ from oxidav.nextcloud.checksums import (
 from oxidav.nextcloud.context import nextcloud_context
 from oxidav.nextcloud.enrichers import NodeEnricher
 from oxidav.nextcloud.headers import InvalidMtime, finish_headers, parse_mtime
+from oxidav.nextcloud.push.endpoint import PushEndpoint
+from oxidav.nextcloud.push.protocol import PUSH_ROOT
 from oxidav.urls import UPLOADS
 
 log = logging.getLogger("oxidav.nextcloud")
@@ -56,12 +58,16 @@ class NextcloudMiddleware(BaseMiddleware):  # type: ignore[misc]
         sources = config["oxidav"].get(SHARE_TYPE_SOURCES, ())
         self.enrichers = (NodeEnricher(self.context.db, self.instance_id, sources),)
         self.bulk = BulkUpload(self.context)
+        self.push = PushEndpoint(self.context)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
         method = environ.get("REQUEST_METHOD", "")
         path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
         if path.rstrip("/") == BULK_PATH:
             yield from self.bulk(environ, start_response)
+            return
+        if path.startswith(PUSH_ROOT + "/"):
+            yield from self.push(environ, start_response)
             return
         environ[ENVIRON_ENRICHERS] = self.enrichers
         try:

@@ -7,6 +7,9 @@ the session is assembled, aborted or purged).
 ``nc_login_flows`` are pending Login Flow v2 logins (``oxidav.nextcloud.login_flow``).
 ``nc_favorites`` marks nodes a user starred (``oc:favorite``); it is keyed by node id, so a
 favorite follows MOVE, and has no foreign key to ``nodes`` (rows of purged nodes are ignored).
+``push_staged_chunks`` records which user uploaded which chunk through the push protocol
+(``oxidav.nextcloud.push``): a commit may name a chunk only if its user staged it (within the
+blob gc grace period) or already holds it in their own files.
 """
 
 from __future__ import annotations
@@ -91,3 +94,17 @@ class LoginFlow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (Index("ix_nc_login_flows_created_at", "created_at"),)
+
+
+class PushStagedChunk(Base):
+    """A chunk ``user_id`` uploaded with the push protocol, not yet necessarily committed."""
+
+    __tablename__ = "push_staged_chunks"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    chunk_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    staged_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_push_staged_chunks_staged_at", "staged_at"),)

@@ -1,0 +1,128 @@
+"""``oxidav push LOCAL_DIR URL``: the command-line face of ``push_tree`` (a thin layer).
+
+The password comes from ``--password-stdin`` or ``OXIDAV_PUSH_PASSWORD`` (an app password
+is best), the user from ``--user`` or ``OXIDAV_PUSH_USER``. A terminal gets a progress bar
+(files, bytes, rate, ETA); otherwise one summary line. Exit codes: 0 all pushed, 1 some files
+need attention (listed), 2 the push could not run or stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from oxidav.push.engine import PushAborted, PushOptions, PushReport, push_tree
+from oxidav.push.http import PushHTTPError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    push = subparsers.add_parser(
+        "push",
+        help="push a local folder to an oxidav server fast (resumable; docs/push-protocol.md)",
+    )
+    push.add_argument("local", type=Path, help="the local folder")
+    push.add_argument("url", help="the server's base URL, e.g. https://cloud.example.org")
+    push.add_argument("--user", default=os.environ.get("OXIDAV_PUSH_USER"), help="user name")
+    push.add_argument(
+        "--password-stdin", action="store_true", help="read the (app) password from stdin"
+    )
+    push.add_argument("--concurrency", type=int, default=4, help="batches in flight (4)")
+    push.add_argument(
+        "--delete", action="store_true", help="also remove what an earlier push sent and is gone"
+    )
+    push.add_argument("--dry-run", action="store_true", help="say what would be sent, send nothing")
+    push.add_argument("--state-dir", type=Path, help="where the outbox lives")
+    push.add_argument("--ca-cert", help="CA certificate file to verify the server's with")
+    push.set_defaults(handler=cmd_push, client_command=True)
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return os.environ.get("OXIDAV_PUSH_PASSWORD")
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("push", total=None)
+
+        def update(files: int, done_bytes: int) -> None:
+            bar.update(task, completed=done_bytes, description=f"push: {files} files")
+
+        yield update
+
+
+def _summary(report: PushReport) -> str:
+    mib = report.bytes_committed / (1 << 20)
+    return (
+        f"push: {report.files_committed} files ({mib:.1f} MiB) committed, "
+        f"{report.files_unchanged} unchanged, {report.folders_created} folders, "
+        f"{report.chunks_uploaded} chunks uploaded, {report.chunks_deduplicated} already there, "
+        f"{report.deleted} deleted, {report.retries} retries in {report.seconds:.1f} s"
+    )
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    if not args.user:
+        print("oxidav push: no user (--user or OXIDAV_PUSH_USER)", file=sys.stderr)
+        return 2
+    password = _password(args)
+    if password is None:
+        print(
+            "oxidav push: no password (--password-stdin or OXIDAV_PUSH_PASSWORD)", file=sys.stderr
+        )
+        return 2
+    if args.concurrency < 1:
+        print("oxidav push: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    options = PushOptions(
+        concurrency=args.concurrency,
+        delete=args.delete,
+        dry_run=args.dry_run,
+        state_dir=args.state_dir,
+        ca_file=args.ca_cert,
+    )
+    with _progress(sys.stderr.isatty() and not args.dry_run) as update:
+        options.progress = update
+        try:
+            report = push_tree(args.local, args.url, args.user, password, options)
+        except (PushAborted, PushHTTPError, ValueError) as exc:
+            print(f"oxidav push: {exc}", file=sys.stderr)
+            return 2
+    if args.dry_run:
+        planned = report.planned
+        print(
+            f"push (dry run): would create {planned.get('folders', 0)} folders, send "
+            f"{planned.get('files', 0)} files ({planned.get('bytes', 0)} bytes), delete "
+            f"{planned.get('deletions', 0)}; {report.files_unchanged} unchanged"
+        )
+        return 0
+    print(_summary(report))
+    for path, reason in report.attention:
+        print(f"  needs attention: {path}: {reason}", file=sys.stderr)
+    return 0 if report.ok else 1
