@@ -153,3 +153,14 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
         "if TYPE_CHECKING:\n    from oxidav.app import make_app\n"
     )
     assert [name for _, name in imported_modules(module)] == ["oxidav.providers.files.put"]
+
+
+def test_the_client_room_imports_no_server_room() -> None:
+    """``oxidav.push`` runs on a machine without the server: it imports only itself."""
+    reached = [
+        where
+        for (source, _target), places in room_imports().items()
+        if source == "oxidav.push"
+        for where in places
+    ]
+    assert reached == []

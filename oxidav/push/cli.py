@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--delete", action="store_true", help="also remove what an earlier push sent and is gone"
     )
     push.add_argument("--dry-run", action="store_true", help="say what would be sent, send nothing")
+    push.add_argument("--batch-files", type=int, default=1000, help="files per commit (1000)")
     push.add_argument("--state-dir", type=Path, help="where the outbox lives")
     push.add_argument("--ca-cert", help="CA certificate file to verify the server's with")
     push.set_defaults(handler=cmd_push, client_command=True)
@@ -97,11 +98,12 @@ def cmd_push(args: argparse.Namespace) -> int:
             "oxidav push: no password (--password-stdin or OXIDAV_PUSH_PASSWORD)", file=sys.stderr
         )
         return 2
-    if args.concurrency < 1:
-        print("oxidav push: --concurrency must be at least 1", file=sys.stderr)
+    if args.concurrency < 1 or args.batch_files < 1:
+        print("oxidav push: --concurrency and --batch-files must be at least 1", file=sys.stderr)
         return 2
     options = PushOptions(
         concurrency=args.concurrency,
+        batch_files=args.batch_files,
         delete=args.delete,
         dry_run=args.dry_run,
         state_dir=args.state_dir,

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from tests.support.cli import run_oxidav
-from tests.support.live import LiveServer, ServerProcess, start_server_process
+from tests.support.live import LiveServer, ServerProcess, stable_port, start_server_process
 from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
 from tests.support.nginx import nginx_available, nginx_proxy
 from tests.support.postgres import fresh_pg_database
@@ -69,20 +67,6 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 def _cli(env: dict[str, str], *args: str) -> None:
     done = run_oxidav({**os.environ, **env}, *args, timeout=120)
     assert done.returncode == 0, done.stderr
-
-
-def _stable_port() -> int:
-    """A free port below the ephemeral range: a process restarted on it cannot find it taken by
-    the local end of some outgoing connection (to PostgreSQL, say), as a port of that range can."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for candidate in random.Random().sample(range(10_000, min(low, 32_000)), 200):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-            return candidate
-    raise RuntimeError("no free port below the ephemeral range")
 
 
 class Cluster:
@@ -145,7 +129,7 @@ def cluster(tmp_path: Path, pg_url: str, s3_url: str) -> Iterator[Cluster]:
     nodes = Cluster(tmp_path, env)
     try:
         for index in range(3):
-            nodes.start(index, port=_stable_port())
+            nodes.start(index, port=stable_port())
         yield nodes
     finally:
         for process in nodes.processes:

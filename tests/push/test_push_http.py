@@ -119,7 +119,10 @@ def test_need_reveals_nothing_of_another_users_content(server: LiveServer, tmp_p
     hashes = [ref.hash for ref in hashed.chunks]
     for user, expected in (("alice", []), ("bob", hashes)):
         answer = server.request(
-            "POST", f"{PUSH}/need", json.dumps({"chunks": hashes}), user=user,
+            "POST",
+            f"{PUSH}/need",
+            json.dumps({"chunks": hashes}),
+            user=user,
             headers={"Content-Type": "application/json"},
         )
         assert answer.status == 200

@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import http.client
 import os
+import random
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -148,3 +150,17 @@ def start_server_process(
             return ServerProcess(process, match.group(1), lines)
     process.wait()
     raise RuntimeError(f"oxidav serve exited with {process.returncode}: {lines}")
+
+
+def stable_port() -> int:
+    """A free port below the ephemeral range: a process restarted on it cannot find it taken by
+    the local end of some outgoing connection (to PostgreSQL, say), as a port of that range can."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for candidate in random.Random().sample(range(10_000, min(low, 32_000)), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise RuntimeError("no free port below the ephemeral range")
