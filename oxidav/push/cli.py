@@ -19,6 +19,15 @@ from oxidav.push.engine import PushAborted, PushOptions, PushReport, push_tree
 from oxidav.push.http import PushHTTPError
 
 
+def main(argv: list[str]) -> int:
+    """``oxidav push ARGS`` on its own (``oxidav.entry``): the server is not imported."""
+    parser = argparse.ArgumentParser(prog="oxidav")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["push", *argv])
+    code: int = args.handler(args)
+    return code
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     push = subparsers.add_parser(
         "push",

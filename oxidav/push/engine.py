@@ -174,6 +174,7 @@ class _Push:
         if version != 1:
             raise PushAborted(f"the server speaks push protocol version {version}, not 1")
         self.options.inline_max = min(self.options.inline_max, self.params.min_size)
+        self._post("need", {"chunks": []})  # the credentials, checked before anything is read
 
     # -- folders -------------------------------------------------------------------------------
 

@@ -203,3 +203,31 @@ def test_bad_input_is_refused_with_a_reason_and_commits_nothing(server: LiveServ
     # Not JSON, and a body without a length.
     assert _post(server, "commit", b"{nope")[0] == 400
     assert server.request("GET", f"{PUSH}/need").status == 405
+
+
+def test_a_locked_file_or_folder_is_not_overwritten(server: LiveServer) -> None:
+    lockinfo = (
+        '<?xml version="1.0"?><d:lockinfo xmlns:d="DAV:"><d:lockscope><d:exclusive/>'
+        "</d:lockscope><d:locktype><d:write/></d:locktype></d:lockinfo>"
+    )
+    assert server.request("MKCOL", DAV + quote("/dossier été")).status == 201
+    for path, depth in (("/dossier été", "infinity"), ("/verrouillé.txt", "0")):
+        if depth == "0":
+            assert server.request("PUT", DAV + quote(path), b"old").status == 201
+        locked = server.request("LOCK", DAV + quote(path), lockinfo, {"Depth": depth})
+        assert locked.status == 200, locked.text
+    commit = {
+        "files": [
+            {"path": "/dossier été/x.txt", "size": 1, "data": "eA=="},
+            {"path": "/verrouillé.txt", "size": 1, "data": "eA=="},
+            {"path": "/libre.txt", "size": 1, "data": "eA=="},
+        ]
+    }
+    status, body = _post(server, "commit", json.dumps(commit))
+    assert status == 200
+    files = body["files"]
+    assert isinstance(files, dict)
+    assert files["/dossier été/x.txt"]["status"] == 423
+    assert files["/verrouillé.txt"]["status"] == 423
+    assert "etag" in files["/libre.txt"]
+    assert server.request("GET", DAV + quote("/verrouillé.txt")).body == b"old"

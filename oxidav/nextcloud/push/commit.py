@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import blake3
 
 from oxidav.authz.authn.principal import Principal
+from oxidav.authz.policy import WritePlace
 from oxidav.authz.writes import RequestWrites
 from oxidav.blobs import StoredContent
 from oxidav.blobs.assembly import MissingChunksError, assemble
@@ -62,7 +64,9 @@ def _url(owner: str, tree_path: str) -> str:
 
 
 def _lock_roots(url: str) -> list[str]:
-    """``url`` and every ancestor: a lock on any of them covers a write of ``url``."""
+    """``url`` and every ancestor, quoted as lock roots are (``FilesProvider.ref_url``): a lock
+    on any of them covers a write of ``url``."""
+    url = quote(url)
     roots = [url]
     while "/" in url.strip("/"):
         url = url.rsplit("/", 1)[0]
@@ -117,6 +121,7 @@ class Committer:
                 valid.append((key, normalize_path(key)))
             except TreeError as exc:
                 results[key] = _error(400, str(exc))
+        places = []
         for key, path in sorted(valid, key=lambda item: item[1].count("/")):
             if not path:
                 results[key] = {"ok": True}
@@ -125,18 +130,22 @@ class Committer:
             decision = place.verdict.decision
             if not decision.allowed:
                 results[key] = _error(decision.status, decision.reason)
-                continue
-            try:
-                with self.context.db.write() as session:
+            else:
+                places.append((key, path, place))
+        if not places:
+            return results
+        # One transaction: make_folder raises before it changes anything.
+        with self.context.db.write() as session:
+            for key, path, place in places:
+                try:
                     make_folder(session, place.owner_id, place.tree_path)
-                results[key] = {"ok": True}
-            except AlreadyExists:
-                with self.context.db.read() as session:
+                    results[key] = {"ok": True}
+                except AlreadyExists:
                     node = resolve(session, place.owner_id, place.tree_path)
-                is_folder = node is not None and node.is_folder
-                results[key] = {"ok": True} if is_folder else _error(409, f"{path!r} is a file")
-            except TreeError as exc:
-                results[key] = _error(exc.status, str(exc))
+                    is_folder = node is not None and node.is_folder
+                    results[key] = {"ok": True} if is_folder else _error(409, f"{path!r} is a file")
+                except TreeError as exc:
+                    results[key] = _error(exc.status, str(exc))
         return results
 
     def files(self, entries: list[FileEntry], environ: dict[str, Any]) -> dict[str, Result]:
@@ -146,8 +155,21 @@ class Committer:
         wanted = [h for e in entries if e.chunks for h in e.chunks]
         with self.context.db.read() as session:
             holding = held(session, self.principal.user_id, list(dict.fromkeys(wanted)), cutoff)
+        placed: list[tuple[FileEntry, str, WritePlace] | tuple[FileEntry, Result]] = []
         for entry in entries:
-            prepared = self._prepare(entry, holding)
+            placed.append(self._place(entry))
+        locked = self._locked_roots(
+            [_url(item[2].owner, item[2].tree_path) for item in placed if len(item) == 3]
+        )
+        for item in placed:
+            if len(item) == 2:
+                results[item[0].path] = item[1]
+                continue
+            entry, _path, place = item
+            if locked.intersection(_lock_roots(_url(place.owner, place.tree_path))):
+                results[entry.path] = _error(423, "locked")
+                continue
+            prepared = self._prepare(entry, place, holding)
             if isinstance(prepared, _Ready):
                 ready.append(prepared)
             else:
@@ -155,21 +177,35 @@ class Committer:
         self._write(ready, results)
         return results
 
-    def _prepare(self, entry: FileEntry, holding: set[str]) -> _Ready | Result:
+    def _place(
+        self, entry: FileEntry
+    ) -> tuple[FileEntry, str, WritePlace] | tuple[FileEntry, Result]:
+        """Where ``entry`` lands, or why it cannot."""
         try:
             path = normalize_path(entry.path)
             parse_mtime(None if entry.mtime is None else repr(entry.mtime))
         except (TreeError, InvalidMtime) as exc:
-            return _error(400, str(exc))
+            return entry, _error(400, str(exc))
         if not path:
-            return _error(400, "cannot write the root folder")
+            return entry, _error(400, "cannot write the root folder")
         place = self.writes.place(_url(self.principal.username, path))
         decision = place.verdict.decision
         if not decision.allowed:
-            return _error(decision.status, decision.reason)
+            return entry, _error(decision.status, decision.reason)
+        return entry, path, place
+
+    def _locked_roots(self, urls: list[str]) -> set[str]:
+        """The lock roots among ``urls`` and their ancestors that a live lock holds (one
+        query per 500 roots)."""
+        roots = list(dict.fromkeys(root for url in urls for root in _lock_roots(url)))
+        found: set[str] = set()
         with self.context.db.read() as session:
-            if list_locks_at(session, _lock_roots(_url(place.owner, place.tree_path))):
-                return _error(423, "locked")
+            for start in range(0, len(roots), 500):
+                locks = list_locks_at(session, roots[start : start + 500])
+                found.update(str(lock["root"]) for lock in locks)
+        return found
+
+    def _prepare(self, entry: FileEntry, place: WritePlace, holding: set[str]) -> _Ready | Result:
         try:
             content = self._content(entry, holding)
         except MissingChunksError as exc:
