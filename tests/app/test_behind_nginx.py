@@ -1,9 +1,9 @@
 """oxidav behind a real nginx (Debian's package) that terminates TLS and serves it under a
-path prefix (``base_path = /cloud``): rclone, nextcloudcmd and python-caldav (discovering from
-the host's ``/.well-known/caldav``) sync through it, and the URLs oxidav generates (login flow
-v2) are the public ``https://…/cloud`` ones nginx was reached at, since nginx is a trusted
-proxy. (SQLite: what is under test is the HTTP path; ``test_balanced_processes`` runs behind
-nginx without a prefix, on PostgreSQL.)
+path prefix (``base_path = /cloud``): rclone, nextcloudcmd, ``oxidav push`` and python-caldav
+(discovering from the host's ``/.well-known/caldav``) sync through it, and the URLs oxidav
+generates (login flow v2) are the public ``https://…/cloud`` ones nginx was reached at, since
+nginx is a trusted proxy. (SQLite: what is under test is the HTTP path;
+``test_balanced_processes`` runs behind nginx without a prefix, on PostgreSQL.)
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import caldav
 import pytest
 
+from oxidav.push import PushOptions, push_tree
 from tests.support.cli import run_oxidav
 from tests.support.live import start_server_process
 from tests.support.nextcloud_sync import TreeShape, local_files, make_tree
@@ -119,6 +120,19 @@ def test_rclone_nextcloudcmd_and_caldav_through_nginx_with_tls_and_a_prefix(
                 assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
             got = {k: v for k, v in local_files(down).items() if not k.startswith("rclone/")}
             assert got == {k: v for k, v in local_files(up).items() if not k.startswith("rclone/")}
+
+            # oxidav push, through the proxy's TLS and prefix.
+            pushed = tmp_path / "pushed"
+            shape = TreeShape(small=12, medium=1, large=0, folders=3)
+            make_tree(pushed / "via push", shape, seed=29)
+            report = push_tree(
+                pushed,
+                public,
+                "alice",
+                "secret",
+                PushOptions(state_dir=tmp_path / "push-state", ca_file=str(cert.cert)),
+            )
+            assert report.ok and report.files_committed == len(local_files(pushed)), report
 
             # python-caldav, given only the host: the well-known redirect, then discovery.
             with caldav.DAVClient(
