@@ -27,6 +27,7 @@ from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.http_front import FrontServer
 from oxidav.observability.metrics import Metrics
 from oxidav.presence import register_server
+from oxidav.process_memory import limit_malloc_arenas
 from oxidav.services import Services
 from oxidav.settings import Settings
 from oxidav.startup import blob_store_error, check_listen, listen_error, wide_warning
@@ -65,6 +66,7 @@ def build_server(
 
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
+    limit_malloc_arenas()  # before any thread starts
     ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
     check_listen(settings)
     services = Services.open(settings)

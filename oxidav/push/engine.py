@@ -62,7 +62,7 @@ class PushOptions:
     ca_file: str | None = None
     #: Files and bytes per commit.
     batch_files: int = 1000
-    batch_bytes: int = 8 << 20
+    batch_bytes: int = 2 << 20
     #: Files up to this size go inline in the commit (at most the server's smallest chunk).
     inline_max: int = 256 << 10
     #: Seconds a request may keep failing (server away, 429) before the push gives up.
