@@ -65,10 +65,19 @@ def make_tree(root: Path, files: int, seed: int = 13068) -> None:
         (rng.choice(folders) / name).write_bytes(rng.randbytes(size))
 
 
+def tree_files(root: Path) -> list[Path]:
+    """The tree's files, without what a client keeps beside them (nextcloudcmd's journal)."""
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith((".sync_", "._sync_", ".nextcloudsync"))
+    )
+
+
 def edit_tree(root: Path, seed: int = 1) -> None:
     """1 % of the files rewritten (new bytes, same size), 20 new files."""
     rng = random.Random(seed)
-    files = sorted(p for p in root.rglob("*") if p.is_file())
+    files = tree_files(root)
     for path in rng.sample(files, max(1, len(files) // 100)):
         path.write_bytes(rng.randbytes(max(1, path.stat().st_size)))
     folders = sorted({p.parent for p in files})
@@ -79,8 +88,7 @@ def edit_tree(root: Path, seed: int = 1) -> None:
 def digests(root: Path) -> dict[str, str]:
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file()
+        for p in tree_files(root)
     }
 
 
@@ -107,14 +115,16 @@ class Run:
 
 
 def timed(command: list[str], env: dict[str, str]) -> Run:
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    out = process.stdout.read().decode(errors="replace") if process.stdout else ""
-    err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{command[0]} failed: {(out + err)[-2000:]}")
+    """Run ``command``; its output goes to a file (a pipe nobody reads would stall it)."""
+    with tempfile.TemporaryFile() as output:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) != 0:
+            output.seek(0)
+            text = output.read().decode(errors="replace")
+            raise RuntimeError(f"{command[0]} failed: {text[-2000:]}")
     return Run(seconds, usage.ru_maxrss / 1024)
 
 

@@ -18,12 +18,17 @@ M_ARENA_MAX = -8
 MALLOC_ARENAS = 2
 
 
-def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Cap glibc's malloc arenas (call before threads start); False where it cannot be done."""
+def mallopt(parameter: int, value: int) -> bool:
+    """glibc's ``mallopt(parameter, value)``; False where it is refused or missing."""
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        function = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_ARENA_MAX, arenas))
+    function.argtypes = [ctypes.c_int, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return bool(function(parameter, value))
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Cap glibc's malloc arenas (call before threads start); False where it cannot be done."""
+    return mallopt(M_ARENA_MAX, arenas)

@@ -129,12 +129,13 @@ class _Push:
             known = self.outbox.files()
             changed = [f for f in tree.files if not _unchanged(f, known.get(f.rel))]
             self.report.files_unchanged = len(tree.files) - len(changed)
-            folders = [f for f in tree.folders if f not in self.outbox.folders()]
+            known_folders = self.outbox.folders()
+            local_folders = set(tree.folders)
+            folders = [f for f in tree.folders if f not in known_folders]
             local_files = {f.rel for f in tree.files}
             gone_files = sorted(p for p in known if p not in local_files)
             gone_folders = sorted(
-                (p for p in self.outbox.folders() if p not in set(tree.folders)),
-                key=lambda p: -p.count("/"),
+                (p for p in known_folders if p not in local_folders), key=lambda p: -p.count("/")
             )
             self.report.planned = {
                 "folders": len(folders),

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 import logging
 
+from oxidav.process_memory import mallopt
+
 log = logging.getLogger("oxidav.auth")
 
 #: glibc's ``M_MMAP_THRESHOLD`` parameter number for ``mallopt``.
@@ -26,13 +28,7 @@ MMAP_THRESHOLD_BYTES = 1 << 20
 
 def unmap_large_blocks() -> bool:
     """Fix glibc's mmap threshold; False where that cannot be done."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    done = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
-    if not done:
+    done = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+    if not done and hasattr(ctypes.CDLL(None), "mallopt"):
         log.warning("mallopt(M_MMAP_THRESHOLD) refused: argon2 memory may stay in the heap")
     return done
