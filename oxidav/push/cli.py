@@ -56,15 +56,18 @@ def _password(args: argparse.Namespace) -> str | None:
     return os.environ.get("OXIDAV_PUSH_PASSWORD")
 
 
+Hook = Callable[[int, int], None]
+
+
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(enabled: bool) -> Iterator[tuple[Hook, Hook] | None]:
+    """A progress bar's two hooks: (files, bytes) planned, and (files, bytes) done."""
     if not enabled:
         yield None
         return
     from rich.progress import (
         BarColumn,
         DownloadColumn,
-        MofNCompleteColumn,
         Progress,
         TimeRemainingColumn,
         TransferSpeedColumn,
@@ -73,18 +76,23 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
-        MofNCompleteColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
         transient=True,
     ) as bar:
         task = bar.add_task("push", total=None)
+        planned_files = [0]
+
+        def plan(files: int, total_bytes: int) -> None:
+            planned_files[0] = files
+            bar.update(task, total=max(1, total_bytes), description=f"push: 0/{files} files")
 
         def update(files: int, done_bytes: int) -> None:
-            bar.update(task, completed=done_bytes, description=f"push: {files} files")
+            text = f"push: {files}/{planned_files[0]} files"
+            bar.update(task, completed=done_bytes, description=text)
 
-        yield update
+        yield plan, update
 
 
 def _summary(report: PushReport) -> str:
@@ -118,8 +126,9 @@ def cmd_push(args: argparse.Namespace) -> int:
         state_dir=args.state_dir,
         ca_file=args.ca_cert,
     )
-    with _progress(sys.stderr.isatty() and not args.dry_run) as update:
-        options.progress = update
+    with _progress(sys.stderr.isatty() and not args.dry_run) as hooks:
+        if hooks is not None:
+            options.planned, options.progress = hooks
         try:
             report = push_tree(args.local, args.url, args.user, password, options)
         except (PushAborted, PushHTTPError, ValueError) as exc:

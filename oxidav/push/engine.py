@@ -69,6 +69,8 @@ class PushOptions:
     give_up_after: float = 300.0
     #: Called with (files done, bytes done) as the push goes (a progress display).
     progress: Callable[[int, int], None] | None = None
+    #: Called once with (files, bytes) to send, when they are known.
+    planned: Callable[[int, int], None] | None = None
 
 
 @dataclass
@@ -145,6 +147,8 @@ class _Push:
             }
             if self.options.dry_run:
                 return self.report
+            if self.options.planned is not None:
+                self.options.planned(len(changed), self.report.planned["bytes"])
             self._folders(folders)
             self._files(changed, known)
             if self.options.delete and self.fatal is None:

@@ -101,3 +101,31 @@ def test_no_password_and_a_wrong_one_are_one_line_and_exit_2(
     wrong = push(server, local, tmp_path / "state", password="nope")
     assert wrong.returncode == 2 and "refused the user name or password" in wrong.stderr
     assert wrong.stderr.count("\n") == 1, wrong.stderr
+
+
+def test_a_terminal_gets_a_progress_bar_and_a_pipe_one_line(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    local.mkdir()
+    for i in range(40):
+        (local / f"f{i}.bin").write_bytes(os.urandom(20_000))
+    piped = push(server, local, tmp_path / "state-pipe")
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert piped.stdout.count("\n") == 1 and "40 files" in piped.stdout
+    # The same through a pseudo-terminal (util-linux's script): rich draws the bar there.
+    command = (
+        f"{sys.executable} -m oxidav.entry push {local} {server.base_url} --user alice "
+        f"--state-dir {tmp_path / 'state-tty'}"
+    )
+    env = {**os.environ, "OXIDAV_PUSH_PASSWORD": "secret", "COLUMNS": "120", "TERM": "xterm"}
+    done = subprocess.run(
+        ["script", "-qec", command, "/dev/null"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "push: " in done.stdout and "/40 files" in done.stdout, done.stdout
+    assert "committed" in done.stdout
