@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import blake3
+from sqlalchemy import select
 
 from oxidav.blobs import catalog
 from oxidav.blobs.ingest import StoredContent, _Writer
@@ -22,6 +23,7 @@ from oxidav.blobs.manifests import ManifestBuilder
 from oxidav.blobs.reader import fetch_chunk
 from oxidav.blobs.store import BlobNotFoundError, BlobStore
 from oxidav.db import Database, utcnow
+from oxidav.db.models.blobs import BlobChunk
 
 
 class MissingChunksError(LookupError):
@@ -54,8 +56,13 @@ def store_chunks(db: Database, store: BlobStore, chunks: Mapping[str, bytes]) ->
 
 def chunk_sizes(db: Database, keys: Sequence[str]) -> dict[str, int]:
     """``{hash: size}`` of the chunks among ``keys`` that have a row."""
+    found: dict[str, int] = {}
     with db.read() as session:
-        return catalog.chunk_sizes(session, keys)
+        for start in range(0, len(keys), catalog.IN_LIST_MAX):
+            part = keys[start : start + catalog.IN_LIST_MAX]
+            query = select(BlobChunk.hash, BlobChunk.size).where(BlobChunk.hash.in_(part))
+            found.update({row.hash: row.size for row in session.execute(query)})
+    return found
 
 
 def assemble(

@@ -90,17 +90,6 @@ def chunk_refcounts(session: Session, keys: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def chunk_sizes(session: Session, keys: Sequence[str]) -> dict[str, int]:
-    """``{hash: size}`` of the chunks among ``keys`` that have a row."""
-    found: dict[str, int] = {}
-    for part in _batches(keys):
-        rows = session.execute(
-            select(_chunks.c.hash, _chunks.c.size).where(_chunks.c.hash.in_(part))
-        )
-        found.update({row.hash: row.size for row in rows})
-    return found
-
-
 def _claim_statement(dialect: Any) -> Any:
     stmt = dialect.insert(_chunks)
     return stmt.on_conflict_do_update(
