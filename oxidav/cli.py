@@ -93,6 +93,10 @@ def _read_password(args: argparse.Namespace, prompt: str) -> str:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from oxidav.observability.logs import configure_logging
+    from oxidav.observability.shared import share_metrics
+
+    if settings.resolved_workers > 1:
+        share_metrics()  # before prometheus_client is imported
     from oxidav.server import serve
 
     os.umask(PROCESS_UMASK)  # whatever the server creates is its user's alone
@@ -170,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
-    serve.add_argument("--threads", type=int, help="worker threads (default 32)")
+    serve.add_argument("--threads", type=int, help="worker threads per process (default 32)")
+    serve.add_argument(
+        "--workers", type=int, help="worker processes (default 0: one per CPU; 1: no supervisor)"
+    )
     _init_option(serve)
     serve.set_defaults(handler=cmd_serve)
 
@@ -249,7 +256,7 @@ def _password_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    names = ("data_dir", "host", "port", "threads")
+    names = ("data_dir", "host", "port", "threads", "workers")
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 

@@ -434,9 +434,15 @@ class FrontServer(wsgi.Server):
     _connections: Any  # cheroot's, which its type stubs leave out
 
     def __init__(
-        self, *args: Any, request_head_timeout: float, max_request_head_bytes: int, **kwargs: Any
+        self,
+        *args: Any,
+        request_head_timeout: float,
+        max_request_head_bytes: int,
+        listening_socket: socket.socket | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.listening_socket = listening_socket
         self.request_head_timeout = request_head_timeout
         self.max_request_header_size = max_request_head_bytes
         pool = self.requests
@@ -454,10 +460,23 @@ class FrontServer(wsgi.Server):
         manager = self._connections
         return self.ready and isinstance(manager, FrontConnectionManager) and manager.linger(conn)
 
+    def bind(self, family: int, type: int, proto: int = 0) -> socket.socket:
+        """cheroot's ``bind``, or the ``listening_socket`` handed in (a worker process's share
+        of the supervisor's socket)."""
+        if self.listening_socket is None:
+            return super().bind(family, type, proto)  # type: ignore[no-any-return]
+        self.socket = self.listening_socket
+        self.bind_addr = self.listening_socket.getsockname()[:2]
+        return self.listening_socket
+
     def prepare(self) -> None:
         """cheroot's ``prepare`` (bind, listen, start the workers), then the front in place of
-        cheroot's connection manager."""
+        cheroot's connection manager. A shared listening socket is made non-blocking: the
+        worker processes all wake for a new connection, the ones that lose the race get
+        ``EAGAIN`` at once instead of waiting in ``accept`` (cheroot's one-second timeout)."""
         super().prepare()
+        if self.listening_socket is not None:
+            self.socket.setblocking(False)
         if hasattr(socket, "TCP_DEFER_ACCEPT") and self.socket.family != socket.AF_UNIX:
             # Linux: accept a connection once its first bytes are here (within the head
             # timeout), so most heads are complete when accepted.

@@ -1,8 +1,13 @@
 """Running oxidav under cheroot: prepare the data dir, listen, stop gracefully on SIGINT/SIGTERM.
 
+``serve`` runs ``workers`` processes (``oxidav.workers``: a supervisor that binds the socket
+and pre-forks them) or, with ``workers = 1``, serves from its own process. Either way one
+serving process is ``run_server``: its own ``Services``, its cheroot server, and — in one
+process only — the sweeper.
+
 The first SIGINT or SIGTERM stops accepting connections and closes the idle ones; the requests
 under way get ``shutdown_timeout`` seconds to finish (``FrontServer.stop``), then their
-connections are cut; the sweeper stops, the services close and ``serve`` returns 0. A second
+connections are cut; the sweeper stops, the services close and the process exits 0. A second
 signal ends the process at once (exit 128 + the signal's number), as does a worker that is
 still stuck ``STOP_GRACE_SECONDS`` after the cut (exit 1). A start-up mistake (database, blob
 store, port) is a one-line ``StartupError``.
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from types import FrameType
@@ -39,13 +45,19 @@ log = logging.getLogger("oxidav.server")
 #: How long after ``shutdown_timeout`` (and the cut of what was still served) the process waits
 #: for its workers before it exits regardless.
 STOP_GRACE_SECONDS = 10.0
+#: Connections the kernel queues for ``accept`` on the listening socket.
+LISTEN_BACKLOG = 64
 
 
 def build_server(
-    settings: Settings, services: Services, ssl_adapter: Adapter | None = None
+    settings: Settings,
+    services: Services,
+    ssl_adapter: Adapter | None = None,
+    listening_socket: socket.socket | None = None,
 ) -> wsgi.Server:
     """The cheroot server of ``settings``; HTTPS with ``ssl_adapter`` (default: the one of
-    ``tls_cert`` / ``tls_key``, if set)."""
+    ``tls_cert`` / ``tls_key``, if set); on ``listening_socket`` when given (a worker of the
+    supervisor), else on a socket it binds itself."""
     metrics = Metrics()
     server = FrontServer(
         (settings.host, settings.port),
@@ -53,9 +65,10 @@ def build_server(
         numthreads=settings.threads,
         server_name="oxidav",
         timeout=60,
-        request_queue_size=64,
+        request_queue_size=LISTEN_BACKLOG,
         request_head_timeout=settings.request_head_timeout,
         max_request_head_bytes=settings.max_request_head_bytes,
+        listening_socket=listening_socket,
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
@@ -69,24 +82,49 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     limit_malloc_arenas()  # before any thread starts
     ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
     check_listen(settings)
+    workers = settings.resolved_workers
+    if workers > 1:
+        from oxidav.workers import supervise
+
+        return supervise(settings, workers, ssl_adapter, out)
     services = Services.open(settings)
-    admin_password = prepare(settings, services.db)
+    try:
+        admin_password = prepare(settings, services.db)
+    except Exception:
+        services.close()
+        raise
+    return run_server(settings, services, ssl_adapter, out=out, admin_password=admin_password)
+
+
+def run_server(
+    settings: Settings,
+    services: Services,
+    ssl_adapter: Adapter | None,
+    *,
+    out: TextIO | None = None,
+    admin_password: str | None = None,
+    listening_socket: socket.socket | None = None,
+    sweep: bool = True,
+) -> int:
+    """Serve ``services`` from this process until SIGTERM (or SIGINT); ``out``: where the
+    listening line goes (a worker of the supervisor prints nothing, the supervisor did)."""
     # Registered before the first request; refused while a blob migration switches stores.
     try:
         presence = register_server(services.db, settings.resolved_blob_store)
     except Exception:
         services.close()
         raise
-    warning = wide_warning(settings)
-    if warning is not None:
-        log.warning("%s", warning)
+    if out is not None:
+        warning = wide_warning(settings)
+        if warning is not None:
+            log.warning("%s", warning)
     try:
         services.blobs.store.health_check()
     except Exception as exc:  # any failure of the store's probe is a start-up mistake
         presence.stop()
         services.close()
         raise blob_store_error(settings, exc) from None
-    server = build_server(settings, services, ssl_adapter)
+    server = build_server(settings, services, ssl_adapter, listening_socket)
     server.shutdown_timeout = settings.shutdown_timeout
     try:
         server.prepare()  # binds, so port 0 resolves to the real port
@@ -95,7 +133,7 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
         services.close()
         raise listen_error(settings, exc) from None
     host, port = server.bind_addr[:2]
-    scheme = "https" if ssl_adapter is not None else "http"
+    scheme = "https" if server.ssl_adapter is not None else "http"
 
     stop = threading.Event()
 
@@ -111,15 +149,18 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
         )
         stop.set()
 
-    signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)
-    if admin_password is not None:
-        print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
+    if listening_socket is None:
+        signal.signal(signal.SIGINT, _on_signal)
+    if out is not None:
+        print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)
+        if admin_password is not None:
+            print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
     worker = threading.Thread(target=server.serve, name="cheroot", daemon=True)
     worker.start()
-    sweeper = Sweeper(services)
-    sweeper.start()
+    sweeper = Sweeper(services) if sweep else None
+    if sweeper is not None:
+        sweeper.start()
     stop.wait()
     stopper = threading.Thread(target=server.stop, name="oxidav-stop", daemon=True)
     stopper.start()
@@ -129,7 +170,8 @@ def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
         logging.shutdown()
         os._exit(1)
     worker.join(timeout=10)
-    sweeper.stop()
+    if sweeper is not None:
+        sweeper.stop()
     presence.stop()
     services.close()
     log.info("stopped")

@@ -63,8 +63,11 @@ class Settings:
     host: str = "127.0.0.1"
     #: Port to listen on; 0 picks a free one.
     port: int = 8080
-    #: Worker threads: requests served at once.
+    #: Worker threads per worker process: requests one process serves at once.
     threads: int = 32
+    #: Worker processes sharing the listening socket (pre-forked by ``oxidav serve``); 0: one
+    #: per CPU the process may run on. 1 serves from the one process, with no supervisor.
+    workers: int = 0
     #: Seconds a client has to send a whole request head (request line and headers), from the
     #: accept, or from the first byte of a keep-alive connection's next request; then 408, closed.
     #: Until its head is complete a connection waits in the front, not in a worker thread.
@@ -193,6 +196,13 @@ class Settings:
         return self.database_url or f"sqlite:///{self.data_dir / 'oxidav.db'}"
 
     @property
+    def resolved_workers(self) -> int:
+        """``workers``, with 0 resolved to the CPUs this process may run on."""
+        if self.workers:
+            return self.workers
+        return max(1, len(os.sched_getaffinity(0)))
+
+    @property
     def resolved_blob_store(self) -> str:
         return self.blob_store or (self.data_dir / "blobs").as_uri()
 
@@ -243,6 +253,7 @@ def _validate(settings: Settings) -> None:
     checks: list[tuple[str, bool, str]] = [
         ("port", 0 <= settings.port <= 65535, "must be between 0 and 65535"),
         ("threads", 1 <= settings.threads <= 1024, "must be between 1 and 1024"),
+        ("workers", 0 <= settings.workers <= 256, "must be between 0 (one per CPU) and 256"),
         (
             "request_head_timeout",
             0 < settings.request_head_timeout <= 3600,

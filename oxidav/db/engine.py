@@ -7,8 +7,8 @@ a write lock would otherwise fail with "database is locked" instead of waiting t
 PostgreSQL both are ordinary transactions; row locks do the rest.
 
 SQLite admits one writer at a time; the writers of one process first queue on a process-wide
-mutex (woken the moment the previous writer commits) rather than sleep in SQLite's busy
-handler; the busy timeout still arbitrates between processes.
+mutex, then the processes' writers on an ``flock`` of ``oxidav.db-writers.lock`` (each woken
+the moment the previous writer commits) rather than sleep in SQLite's busy handler.
 
 On SQLite a commit is written to the WAL and survives a crash or kill of the process; whether
 it is also synced to the disk before the commit returns is ``sqlite_synchronous``
@@ -29,6 +29,8 @@ with parameters, skipping per-call statement construction and the ORM execution 
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -161,24 +163,61 @@ def _ping_when_idle(engine: Engine) -> None:
 
 
 class _WriterQueue:
-    """The process-wide queue of SQLite writers. Re-entrant (a nested write in one thread meets
-    SQLite's own lock, as without the queue), and bounded by the busy timeout: a writer that
-    waited that long goes on and lets SQLite's busy handler decide, so a stuck writer still
-    fails with "database is locked" instead of hanging."""
+    """The queue of SQLite writers. Within a process a re-entrant mutex (a nested write in one
+    thread meets SQLite's own lock, as without the queue), bounded by the busy timeout: a
+    writer that waited that long goes on and lets SQLite's busy handler decide, so a stuck
+    writer still fails with "database is locked" instead of hanging. Across processes (the
+    workers of ``oxidav serve``, a CLI command beside them) the outermost writer of a process
+    then takes an exclusive ``flock`` on ``lock_path``: the kernel wakes the next process's
+    writer the moment the lock is let go, where SQLite's busy handler would sleep and retry.
+    The lock is held only inside a write transaction, and the kernel drops it when its holder
+    dies."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock_path: str | None = None) -> None:
         self._lock = threading.RLock()
         self._held = threading.local()
+        self._lock_path = lock_path
+        self._fd: int | None = None
+        self._fd_pid = 0
+
+    def _file(self) -> int | None:
+        """This process's descriptor of the lock file (a forked child opens its own: a
+        descriptor shared with the parent would share its lock)."""
+        if self._lock_path is None:
+            return None
+        if self._fd is None or self._fd_pid != os.getpid():
+            try:
+                self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError:  # a read-only data dir: SQLite's busy handler alone arbitrates
+                self._lock_path = None
+                return None
+            self._fd_pid = os.getpid()
+        return self._fd
 
     def __enter__(self) -> None:
-        stack: list[bool] | None = getattr(self._held, "stack", None)
+        stack: list[tuple[bool, int | None]] | None = getattr(self._held, "stack", None)
         if stack is None:
             stack = self._held.stack = []
-        stack.append(self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000))
+        acquired = self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000)
+        locked_fd = None
+        if acquired and not stack:
+            fd = self._file()
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                locked_fd = fd
+        stack.append((acquired, locked_fd))
 
     def __exit__(self, *exc: object) -> None:
-        if self._held.stack.pop():
+        acquired, locked_fd = self._held.stack.pop()
+        if locked_fd is not None:
+            fcntl.flock(locked_fd, fcntl.LOCK_UN)
+        if acquired:
             self._lock.release()
+
+    def close(self) -> None:
+        if self._fd is not None and self._fd_pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None
 
 
 _Held = TypeVar("_Held")
@@ -277,6 +316,16 @@ def core(session: Transaction) -> Connection:
     return session.connection()
 
 
+def _writer_lock_path(engine: Engine) -> str | None:
+    """The file SQLite writers of every process lock (``_WriterQueue``): beside the database
+    file, which itself is not locked with ``flock`` (closing any descriptor of it would drop
+    SQLite's own locks); None for an in-memory database."""
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database + "-writers.lock"
+
+
 class Database:
     """The engine plus two session factories: one for reads, one for writes."""
 
@@ -287,9 +336,8 @@ class Database:
         self._write_bind = write_bind
         self._read = sessionmaker(bind=engine, expire_on_commit=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False)
-        self._writer: AbstractContextManager[Any] = (
-            _WriterQueue() if self.is_sqlite else nullcontext()
-        )
+        self._queue = _WriterQueue(_writer_lock_path(engine)) if self.is_sqlite else None
+        self._writer: AbstractContextManager[Any] = self._queue or nullcontext()
         self._readers: _PerThread[Any] | None = None
         self._writers: _PerThread[Connection] | None = None
         if self.is_sqlite:
@@ -375,4 +423,6 @@ class Database:
         for kept in (self._readers, self._writers):
             if kept is not None:
                 kept.close()
+        if self._queue is not None:
+            self._queue.close()
         self.engine.dispose()

@@ -4,7 +4,8 @@
 (requests, latency, bytes, requests and uploads in progress), the blob store decorator
 (``InstrumentedBlobStore``: operations and errors) and, once the server exists, the
 connection gauges (``watch_server``). Nothing is registered in prometheus_client's global
-registry, so two apps in one process (tests) keep separate counts.
+registry, so two apps in one process (tests) keep separate counts. Under a supervisor's workers the
+counts of all of them are summed when scraped (``oxidav.observability.shared``).
 
 Invariants: every label value comes from a small fixed set — the method from
 ``KNOWN_METHODS`` (anything else is ``other``), the status is the three-digit code of the
@@ -27,7 +28,10 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
+
+from oxidav.observability.shared import shared_dir
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -162,12 +166,16 @@ class Metrics:
             registry=registry,
         )
         self.in_progress = Gauge(
-            "oxidav_http_requests_in_progress", "Requests being served now.", registry=registry
+            "oxidav_http_requests_in_progress",
+            "Requests being served now.",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.uploads = Gauge(
             "oxidav_uploads_in_progress",
             "PUT and POST requests (uploads, upload chunks, bulk uploads) being served now.",
             registry=registry,
+            multiprocess_mode="livesum",
         )
         self.blob_ops = Counter(
             "oxidav_blob_store_operations",
@@ -192,6 +200,13 @@ class Metrics:
         registry.register(self._scraped)
         ProcessCollector(registry=registry)
         self._by_method: dict[str, _MethodMetrics] = {}
+        self._exposed = registry
+        path = shared_dir()
+        if path is not None:  # one of several workers: expose the sum of them all
+            self._exposed = CollectorRegistry(auto_describe=False)
+            MultiProcessCollector(self._exposed, path=path)  # type: ignore[no-untyped-call]
+            self._exposed.register(self._scraped)
+            ProcessCollector(registry=self._exposed)
 
     def watch_server(self, server: Any) -> None:
         """Report the connections and workers of this cheroot ``server``."""
@@ -211,7 +226,7 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""
-        return generate_latest(self.registry)
+        return generate_latest(self._exposed)
 
 
 class _MethodMetrics:
