@@ -1,0 +1,282 @@
+"""``oxidav serve --workers N``: pre-forked processes on one socket, on SQLite and PostgreSQL.
+
+Real processes. Which worker serves a connection is found from the kernel (``/proc``: the
+worker holding the server end of the connection's socket), so each test makes sure both
+workers took part instead of hoping they did. What one worker does is seen by the other on
+the next request: a lock, a changed password, failed logins, the metrics.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_oxidav
+from tests.support.live import ServerProcess, start_server_process
+
+PASSWORD = "workers-pw"
+FILES = "/remote.php/dav/files/admin/"
+
+
+def _auth(password: str = PASSWORD) -> str:
+    return "Basic " + base64.b64encode(f"admin:{password}".encode()).decode()
+
+
+def _until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds}s: {what}")
+        time.sleep(0.02)
+
+
+def _env(tmp_path: Path, db_url: str) -> dict[str, str]:
+    env = {
+        "OXIDAV_ADMIN_PASSWORD": PASSWORD,
+        "OXIDAV_DATA_DIR": str(tmp_path / "data"),
+        "OXIDAV_SWEEP_INTERVAL_SECONDS": "0",
+        "OXIDAV_AUTH_MAX_FAILURES": "4",
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    if not db_url.startswith("sqlite"):
+        env["OXIDAV_DATABASE_URL"] = db_url
+    return env
+
+
+@pytest.fixture
+def served(tmp_path: Path, db_url: str) -> Iterator[tuple[ServerProcess, dict[str, str]]]:
+    env = _env(tmp_path, db_url)
+    server = start_server_process(
+        ["--port", "0", "--workers", "2"], env=env, stderr=tmp_path / "server.log"
+    )
+    try:
+        _until(lambda: len(_workers(server)) == 2, 30, "two workers")
+        yield server, {**os.environ, **env}
+    finally:
+        server.stop()
+
+
+def _workers(server: ServerProcess) -> list[int]:
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    return [int(pid) for pid in children.read_text().split()]
+
+
+def _port(server: ServerProcess) -> int:
+    return int(server.base_url.rsplit(":", 1)[1])
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(target[8:-1])
+    return found
+
+
+def _server_end_inode(server_port: int, client_port: int) -> str:
+    """The inode of the server's end of the connection from ``client_port`` (/proc/net/tcp)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote = fields[1], fields[2]
+            if (
+                int(local.rsplit(":", 1)[1], 16) == server_port
+                and int(remote.rsplit(":", 1)[1], 16) == client_port
+            ):
+                return fields[9]
+    raise AssertionError(f"no connection from port {client_port}")
+
+
+class Connection:
+    """A kept-alive connection and the worker that accepted it."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.port = _port(server)
+        self.http = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.http.connect()
+        assert self.http.sock is not None
+        client_port = self.http.sock.getsockname()[1]
+        self.request("OPTIONS", FILES)  # accepted (and served) by now
+        inode = _server_end_inode(self.port, client_port)
+        owners = [pid for pid in _workers(server) if inode in _socket_inodes(pid)]
+        assert len(owners) == 1, owners
+        self.worker = owners[0]
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, **headers: str
+    ) -> tuple[int, bytes, http.client.HTTPResponse]:
+        headers.setdefault("Authorization", _auth())
+        self.http.request(method, path, body=body, headers=headers)
+        response = self.http.getresponse()
+        return response.status, response.read(), response
+
+
+def _one_per_worker(server: ServerProcess) -> tuple[Connection, Connection]:
+    """Two connections served by different workers (new ones until the kernel spread them)."""
+    first = Connection(server)
+    for _ in range(200):
+        other = Connection(server)
+        if other.worker != first.worker:
+            return first, other
+        other.http.close()
+    raise AssertionError("every connection went to one worker")
+
+
+def test_both_workers_serve_one_socket_and_a_lock_holds_across_them(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, _env = served
+    a, b = _one_per_worker(server)
+    assert a.request("PUT", FILES + "shared.txt", b"v1")[0] == 201
+    lock_body = (
+        b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+        b"</D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"
+    )
+    status, _body, response = a.request(
+        "LOCK", FILES + "shared.txt", lock_body, Timeout="Second-600"
+    )
+    assert status == 200
+    token = response.getheader("Lock-Token")
+    assert token
+    assert b.request("PUT", FILES + "shared.txt", b"v2")[0] == 423
+    assert b.request("PUT", FILES + "shared.txt", b"v2", If=f"({token})")[0] == 204
+    assert a.request("GET", FILES + "shared.txt")[1] == b"v2"
+
+
+def test_a_changed_password_and_failed_logins_count_in_every_worker(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, env = served
+    a, b = _one_per_worker(server)
+    assert a.request("PROPFIND", FILES, Depth="0")[0] == 207
+    assert b.request("PROPFIND", FILES, Depth="0")[0] == 207  # both have it cached now
+    changed = run_oxidav(env, "user", "passwd", "admin", "--password", "changed-pw")
+    assert changed.returncode == 0, changed.stderr
+    assert a.request("PROPFIND", FILES, Depth="0")[0] == 401
+    assert b.request("PROPFIND", FILES, Depth="0")[0] == 401
+    assert b.request("PROPFIND", FILES, Depth="0", Authorization=_auth("changed-pw"))[0] == 207
+    # auth_max_failures is 4: two failures in each worker, then both refuse the pair.
+    for conn in (a, b, a, b):
+        conn.request("PROPFIND", FILES, Depth="0", Authorization=_auth("wrong"))
+    assert a.request("PROPFIND", FILES, Depth="0", Authorization=_auth("wrong"))[0] == 429
+    assert b.request("PROPFIND", FILES, Depth="0", Authorization=_auth("wrong"))[0] == 429
+
+
+def test_writes_from_both_workers_at_once_all_land(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, _env = served
+    a, b = _one_per_worker(server)
+    assert a.request("MKCOL", FILES + "many")[0] == 201
+
+    def put_all(worker_index: int) -> list[int]:
+        conn = (a, b)[worker_index]
+        return [
+            conn.request("PUT", f"{FILES}many/w{worker_index}-{n}.txt", f"{n}".encode())[0]
+            for n in range(60)
+        ]
+
+    with ThreadPoolExecutor(2) as pool:
+        statuses = [s for batch in pool.map(put_all, (0, 1)) for s in batch]
+    assert statuses == [201] * 120
+    status, body, _response = b.request("PROPFIND", FILES + "many/", Depth="1")
+    assert status == 207
+    assert len(re.findall(rb"<d:href>[^<]*\.txt</d:href>", body, re.IGNORECASE)) == 120
+
+
+def test_the_metrics_are_the_sum_of_every_worker(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, _env = served
+    a, b = _one_per_worker(server)
+    for conn in (a, b):
+        for _ in range(5):
+            assert conn.request("PROPFIND", FILES, Depth="0")[0] == 207
+    for conn in (a, b):
+
+        def answered(conn: Connection = conn) -> float:
+            text = conn.request("GET", "/metrics", Authorization="")[1].decode()
+            found = re.search(r'_requests_total\{method="PROPFIND",status="207"\} (\S+)', text)
+            assert found is not None, text[:2000]
+            return float(found.group(1))
+
+        # Each worker answered five; a request counts once its answer is out, so the other
+        # worker's last one may be counted a moment after its answer arrived.
+        _until(lambda answered=answered: answered() == 10, 10, "ten PROPFINDs counted")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_worker_that_dies_is_replaced_and_sigterm_stops_them_all(
+    served: tuple[ServerProcess, dict[str, str]], tmp_path: Path
+) -> None:
+    server, _env = served
+    before = _workers(server)
+    os.kill(before[0], signal.SIGKILL)
+    _until(
+        lambda: len(_workers(server)) == 2 and before[0] not in _workers(server),
+        30,
+        "a new worker in the dead one's place",
+    )
+    after = _workers(server)
+    for _ in range(10):  # the new worker serves too: connections keep being answered
+        conn = http.client.HTTPConnection("127.0.0.1", _port(server), timeout=30)
+        conn.request("GET", "/status.php")
+        assert conn.getresponse().status == 200
+        conn.close()
+    log = (tmp_path / "server.log").read_text()
+    assert re.search(rf"worker \d \(pid {before[0]}\) was killed by SIGKILL; starting another", log)
+    metrics_dirs = list((tmp_path / "tmp").glob("oxidav-metrics-*"))
+    assert len(metrics_dirs) == 1 and any(metrics_dirs[0].iterdir())
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=60) == 0
+    for pid in after:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid)
+    assert not metrics_dirs[0].exists()  # the shared metrics' folder went with the supervisor
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "zombie"
+
+
+def test_one_worker_runs_without_a_supervisor(tmp_path: Path) -> None:
+    env = _env(tmp_path, "sqlite")
+    server = start_server_process(["--port", "0", "--workers", "1"], env=env)
+    try:
+        assert _workers(server) == []
+        conn = http.client.HTTPConnection("127.0.0.1", _port(server), timeout=30)
+        conn.request("GET", "/status.php")
+        assert conn.getresponse().status == 200
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_bad_workers_setting_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "oxidav.cli", "serve", "--workers", "-1"],
+        env={**os.environ, **_env(tmp_path, "sqlite")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "workers" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
