@@ -1,8 +1,9 @@
 """Who uses this database right now: servers and maintenance commands, by heartbeat.
 
-Each ``oxidav serve`` process registers a ``server`` row in ``process_presence`` before it
-accepts a request, renews its ``heartbeat_at`` every ``INTERVAL`` seconds from a daemon thread
-and removes the row when it stops. A command that must not run beside a server (the switch of
+Each ``oxidav serve`` process registers a ``server`` row in ``process_presence`` (the workers of
+a supervisor under its pid, so it counts as one process) before it accepts a request, renews
+its ``heartbeat_at`` every ``INTERVAL`` seconds from a daemon thread and removes the row when
+it stops. A command that must not run beside a server (the switch of
 ``blobs migrate``) registers a ``maintenance`` row the same way. A row whose heartbeat is older
 than ``STALE_AFTER`` belongs to a process that died (SIGKILL, power loss) and counts as gone.
 
@@ -94,14 +95,26 @@ def live(db: Database, kind: str, now: datetime | None = None) -> list[Holder]:
             .where(_presence.c.kind == kind, _presence.c.heartbeat_at > cutoff)
             .order_by(_presence.c.started_at)
         ).all()
-    return [Holder(*row) for row in rows]
+    holders: dict[tuple[str, int], Holder] = {}
+    for row in rows:  # the workers of one supervisor register under its pid: one process
+        holder = Holder(*row)
+        holders.setdefault((holder.host, holder.pid), holder)
+    return list(holders.values())
 
 
 class Presence:
     """This process's row: registered, kept fresh by a heartbeat thread, removed on ``stop``."""
 
-    def __init__(self, db: Database, kind: str, what: str, interval: float = INTERVAL) -> None:
+    def __init__(
+        self,
+        db: Database,
+        kind: str,
+        what: str,
+        interval: float = INTERVAL,
+        pid: int | None = None,
+    ) -> None:
         self.db = db
+        self.pid = pid or os.getpid()
         self.kind = kind
         self.what = what[:2048]
         self.interval = interval
@@ -127,7 +140,7 @@ class Presence:
                 id=self.id,
                 kind=self.kind,
                 host=socket.gethostname()[:255],
-                pid=os.getpid(),
+                pid=self.pid,
                 what=self.what,
                 started_at=now,
                 heartbeat_at=now,
@@ -208,8 +221,9 @@ def recorded_blob_store(db: Database) -> str | None:
     return url
 
 
-def register_server(db: Database, blob_store: str) -> Presence:
-    """Register this server process and start its heartbeat; raise
+def register_server(db: Database, blob_store: str, supervisor: int | None = None) -> Presence:
+    """Register this server process (a worker: under its ``supervisor``'s pid, so one
+    ``oxidav serve`` counts once) and start its heartbeat; raise
     ``MaintenanceRunningError`` (row withdrawn) while a maintenance command holds the data, or
     when ``blob_store`` is not the store ``blobs migrate`` moved the blobs to."""
     recorded = recorded_blob_store(db)
@@ -218,7 +232,7 @@ def register_server(db: Database, blob_store: str) -> Presence:
             f"`oxidav blobs migrate` moved the blobs to {recorded}, but this server's "
             f"blob_store is {blob_store}: set blob_store to {recorded}"
         )
-    presence = Presence(db, SERVER, blob_store)
+    presence = Presence(db, SERVER, blob_store, pid=supervisor)
     presence.register()
     busy = live(db, MAINTENANCE)
     if busy:

@@ -110,7 +110,11 @@ def run_server(
     listening line goes (a worker of the supervisor prints nothing, the supervisor did)."""
     # Registered before the first request; refused while a blob migration switches stores.
     try:
-        presence = register_server(services.db, settings.resolved_blob_store)
+        presence = register_server(
+            services.db,
+            settings.resolved_blob_store,
+            supervisor=os.getppid() if listening_socket is not None else None,
+        )
     except Exception:
         services.close()
         raise

@@ -15,7 +15,8 @@ dies at start-up would otherwise be forked forever). The first SIGINT or SIGTERM
 to every worker as SIGTERM (each finishes what it serves, ``shutdown_timeout``) and the
 supervisor exits 0 once all are gone; a second one kills them at once (exit 128 + the
 signal's number). Workers ignore SIGINT: a terminal's Ctrl-C reaches the whole process group,
-and the supervisor decides.
+and the supervisor decides. A supervisor killed outright (SIGKILL) takes its workers with it
+(``PR_SET_PDEATHSIG``), so no orphan keeps the port.
 
 The Prometheus metrics of all workers are summed at scrape time from files in a directory
 the supervisor owns (prometheus_client's multiprocess mode, ``oxidav.observability.shared``).
@@ -23,6 +24,7 @@ the supervisor owns (prometheus_client's multiprocess mode, ``oxidav.observabili
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -38,6 +40,7 @@ from cheroot.ssl import Adapter
 from oxidav.bootstrap import prepare
 from oxidav.http_front import FrontServer
 from oxidav.observability.shared import forget_worker
+from oxidav.presence import register_server
 from oxidav.server import LISTEN_BACKLOG, STOP_GRACE_SECONDS, run_server
 from oxidav.services import Services
 from oxidav.settings import Settings
@@ -48,6 +51,8 @@ log = logging.getLogger("oxidav.workers")
 #: The supervisor gives up once workers have died this many times within the window.
 CRASH_LIMIT = 5
 CRASH_WINDOW_SECONDS = 30.0
+#: Linux prctl option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
 _WATCHED = {signal.SIGINT, signal.SIGTERM, signal.SIGCHLD}
 
 
@@ -89,6 +94,8 @@ def _prepare_data(settings: Settings) -> str | None:
     services = Services.open(settings)
     try:
         admin_password = prepare(settings, services.db)
+        # Refused here, once, with the one line, if a blob migration holds the data.
+        register_server(services.db, settings.resolved_blob_store).stop()
         try:
             services.blobs.store.health_check()
         except Exception as exc:  # any failure of the store's probe is a start-up mistake
@@ -98,10 +105,20 @@ def _prepare_data(settings: Settings) -> str | None:
     return admin_password
 
 
+def _die_with(supervisor: int) -> None:
+    """Have the kernel kill this worker when the supervisor dies (Linux ``PR_SET_PDEATHSIG``):
+    a supervisor killed outright takes its workers along, and their socket with them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != supervisor:  # it died before the request took effect
+        os._exit(1)
+
+
 def _worker_main(
-    settings: Settings, sock: socket.socket, slot: int, ssl_adapter: Adapter | None
+    settings: Settings, sock: socket.socket, slot: int, ssl_adapter: Adapter | None, parent: int
 ) -> int:
     """The body of a forked worker (never returns into the supervisor's code)."""
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -114,12 +131,13 @@ def _fork_worker(
 ) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
-        code = _worker_main(settings, sock, slot, ssl_adapter)
+        code = _worker_main(settings, sock, slot, ssl_adapter, parent)
     except StartupError as exc:
         log.error("worker %d: %s", slot, exc)
     except BaseException:

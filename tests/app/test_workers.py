@@ -280,3 +280,19 @@ def test_a_bad_workers_setting_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "workers" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_killed_supervisor_takes_its_workers_along(tmp_path: Path) -> None:
+    env = _env(tmp_path, "sqlite")
+    server = start_server_process(["--port", "0", "--workers", "2"], env=env)
+    _until(lambda: len(_workers(server)) == 2, 30, "two workers")
+    workers = _workers(server)
+    server.process.kill()
+    server.process.wait()
+    _until(
+        lambda: all(not Path(f"/proc/{pid}").exists() for pid in workers),
+        30,
+        "the workers gone with their supervisor",
+    )
+    with pytest.raises(ConnectionRefusedError):  # nobody holds the socket any more
+        http.client.HTTPConnection("127.0.0.1", _port(server), timeout=5).connect()
