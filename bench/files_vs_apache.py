@@ -282,8 +282,7 @@ def main(argv: list[str]) -> int:
         ours, theirs = results["oxidav"][name], results["apache"][name]
         met = ours <= limit
         ok &= met
-        print(
-            f"{name:28} {ours:10.1f} {theirs:10.1f} {'':7} <={limit:<5.0f} {'met' if met else 'MISSED'}"
-        )
+        verdict = "met" if met else "MISSED"
+        print(f"{name:28} {ours:10.1f} {theirs:10.1f} {'':7} <={limit:<5.0f} {verdict}")
     print(f"cores: {os.cpu_count()}; oxidav workers: {args.workers or 'default'}")
     return 0 if ok else 1
