@@ -91,6 +91,7 @@ def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
     assert user_id is not None
     ensure_root(db, user_id)
     one_kib = chain.ingest([CONTENT])
+    contents = [chain.ingest([small(i)]) for i in range(GET_FILES)]  # not inside a write
     with db.write() as session:
         for size in sizes:
             make_folder(session, user_id, f"/f{size}")
@@ -103,7 +104,7 @@ def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
                 write_file(session, chain, user_id, f"/walk/d{f:03d}/file{i:03d}.txt", one_kib)
         make_folder(session, user_id, "/get")
         for i in range(GET_FILES):
-            write_file(session, chain, user_id, f"/get/g{i:04d}.bin", chain.ingest([small(i)]))
+            write_file(session, chain, user_id, f"/get/g{i:04d}.bin", contents[i])
     chain.close()
     db.dispose()
 
