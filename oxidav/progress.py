@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported when a bar is drawn: a server never draws one
+    from rich.progress import Progress, Task, TaskID
+    from rich.text import Text
 
 
 class Interrupted(Exception):
@@ -130,26 +130,44 @@ class Phase:
         return f"{text} in {self.elapsed:.1f} s ({rates})"
 
 
-class _Figures(ProgressColumn):
+def _figures(task: Task) -> Text:
     """``done/total unit · bytes · rate · ETA`` of a phase."""
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        phase: Phase = task.fields["phase"]
-        count = f"{phase.items}" + (f"/{phase.total}" if phase.total is not None else "")
-        parts = [f"{count} {phase.unit}"]
-        if phase.total_bytes or phase.nbytes:
-            done = human_bytes(phase.nbytes)
-            parts.append(done + (f"/{human_bytes(phase.total_bytes)}" if phase.total_bytes else ""))
-        seconds = phase.elapsed
-        if seconds > 0.5:
-            if phase.nbytes:
-                parts.append(f"{human_bytes(phase.nbytes / seconds)}/s")
-            else:
-                parts.append(f"{phase.items / seconds:.0f} {phase.unit}/s")
-        remaining = task.time_remaining
-        if remaining is not None and phase.ended is None:
-            parts.append(f"ETA {_duration(remaining)}")
-        return Text(" · ".join(parts))
+    phase: Phase = task.fields["phase"]
+    count = f"{phase.items}" + (f"/{phase.total}" if phase.total is not None else "")
+    parts = [f"{count} {phase.unit}"]
+    if phase.total_bytes or phase.nbytes:
+        done = human_bytes(phase.nbytes)
+        parts.append(done + (f"/{human_bytes(phase.total_bytes)}" if phase.total_bytes else ""))
+    seconds = phase.elapsed
+    if seconds > 0.5:
+        if phase.nbytes:
+            parts.append(f"{human_bytes(phase.nbytes / seconds)}/s")
+        else:
+            parts.append(f"{phase.items / seconds:.0f} {phase.unit}/s")
+    remaining = task.time_remaining
+    if remaining is not None and phase.ended is None:
+        parts.append(f"ETA {_duration(remaining)}")
+    return Text(" · ".join(parts))
+
+
+def _live_progress(stream: TextIO) -> Progress:
+    """rich's bar on ``stream``: description, bar, ``_figures``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
+
+    class Figures(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return _figures(task)
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        Figures(),
+        console=Console(file=stream),
+        transient=False,
+    )
 
 
 class Meter:
@@ -169,13 +187,7 @@ class Meter:
         self._progress: Progress | None = None
         self._phases: list[Phase] = []
         if self.live:
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                _Figures(),
-                console=Console(file=self.stream),
-                transient=False,
-            )
+            self._progress = _live_progress(self.stream)
             self._progress.start()
 
     def phase(

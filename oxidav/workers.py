@@ -25,6 +25,7 @@ the supervisor owns (prometheus_client's multiprocess mode, ``oxidav.observabili
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import os
 import signal
@@ -201,6 +202,10 @@ def supervise(
     scheme = "https" if ssl_adapter is not None else "http"
     signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)  # delivered only by sigwait
+    # What the supervisor imported is shared with the workers until written to: kept out of
+    # their garbage collector's sweeps, those pages stay shared (copy-on-write).
+    gc.collect()
+    gc.freeze()
     workers = _Workers(settings, sock, ssl_adapter)
     for slot in range(count):
         workers.start(slot)
