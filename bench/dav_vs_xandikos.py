@@ -182,6 +182,13 @@ def main(argv: list[str]) -> int:
             f"{figure:22} {median:10.2f} {p95:7.2f} {peer_median:10.2f} {peer_p95:7.2f} "
             f"{ratio:6.2f}  {verdict}{'' if same else '  ANSWERS DIFFER'}"
         )
+        if not same and isinstance(answer, list) and isinstance(peer_answer, list):
+            only_ours = sorted(set(answer) - set(peer_answer))
+            only_theirs = sorted(set(peer_answer) - set(answer))
+            print(
+                f"    oxidav {len(answer)}, Xandikos {len(peer_answer)}; only oxidav: "
+                f"{only_ours[:3]}, only Xandikos: {only_theirs[:3]}"
+            )
     met = ox_rate >= 20 * rad_rate
     ok &= met
     print(

@@ -5,8 +5,12 @@ cheroot writes responses through ``cheroot.makefile.BufferedWriter``, a ``_pyio`
 appends every piece to a ``bytearray``, copies that to ``bytes`` for ``send`` and shifts down
 what the socket did not take: each byte of a large GET was copied three or more times in
 Python before the kernel's own copy (``perf``: 8 % of a 512 MiB GET in ``memmove`` alone).
-``SocketWriter`` hands each piece to ``socket.sendall`` as it is; it buffers nothing, so there
-is nothing to flush, and counts ``bytes_written`` as cheroot's statistics expect.
+``SocketWriter`` hands each piece to ``socket.sendall`` as it is and counts ``bytes_written``
+as cheroot's statistics expect. The one thing it gathers is the start of a response
+(``BoundedRequest.respond`` holds it): cheroot sends the head and each body piece on their
+own, so a small answer took two ``send`` calls and woke the client twice; held, head and body
+go out in one, up to ``HOLD_BYTES``, after which the rest streams as before. Whatever is held
+is sent when the response ends, fails or switches to ``sendfile``.
 
 Requests are read by ``oxidav.http_reader.SocketReader`` instead of cheroot's ``_pyio``
 reader, for the same reason. Only plain-TCP connections get either: a TLS adapter brings its
@@ -48,26 +52,50 @@ from oxidav.http_request import BoundedRequest
 #: After a keep-alive response, how long (ms) the worker waits on the connection for its next
 #: request before handing it back to cheroot's selector.
 KEEPALIVE_LINGER_MS = 2
+#: A response's head and the start of its body are sent together up to this many bytes (one
+#: ``send`` and one wake-up of the client for a small answer, where there were two).
+HOLD_BYTES = 16 * 1024
 #: The head size limit when the server sets none (cheroot's ``max_request_header_size = 0``).
 UNSIZED_HEAD_MAX = 1 << 20
 
 
 class SocketWriter:
-    """The write side of a connection: every ``write`` is one ``sendall``."""
+    """The write side of a connection: every ``write`` is one ``sendall``, except while a
+    response is held (``hold``): then its head and the first pieces of its body gather, up to
+    ``HOLD_BYTES``, and go out together (``release``)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self.bytes_written = 0
+        self._held: bytearray | None = None
+
+    def hold(self) -> None:
+        """Gather what is written next (the start of one response) instead of sending it."""
+        self._held = bytearray()
+
+    def release(self) -> None:
+        """Send what was gathered and stop gathering."""
+        held, self._held = self._held, None
+        if held:
+            self._sock.sendall(held)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._sock.sendall(data)
         size = len(data)
+        held = self._held
+        if held is not None:
+            if len(held) + size <= HOLD_BYTES:
+                held += data
+                self.bytes_written += size
+                return size
+            self.release()
+        self._sock.sendall(data)
         self.bytes_written += size
         return size
 
     def send_region(self, region: FileRegion) -> int:
         """Send the bytes of ``region`` with ``sendfile``: from its file straight to the
         socket (``socket.sendfile`` waits out a full socket within the connection's timeout)."""
+        self.release()
         with open(region.fd, "rb", buffering=0, closefd=False) as file:
             sent = self._sock.sendfile(file, region.offset, region.length)
         self.bytes_written += sent

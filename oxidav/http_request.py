@@ -96,7 +96,8 @@ class BoundedRequest(HTTPRequest):
     """cheroot's ``HTTPRequest`` with ``BoundedChunkedRFile`` and a bounded drain."""
 
     def respond(self) -> None:
-        """cheroot's ``respond``, with ``BoundedChunkedRFile``."""
+        """cheroot's ``respond``, with ``BoundedChunkedRFile``; on a ``SocketWriter`` the head
+        and the start of the body go out together (``SocketWriter.hold``)."""
         mrbs = self.server.max_request_body_size
         if self.chunked_read:
             self.rfile = BoundedChunkedRFile(self.conn.rfile, mrbs)
@@ -110,11 +111,19 @@ class BoundedRequest(HTTPRequest):
                     )
                 return
             self.rfile = KnownLengthRFile(self.conn.rfile, length)
-        self.server.gateway(self).respond()
-        if self.ready:
-            self.ensure_headers_sent()
-        if self.chunked_write:
-            self.conn.wfile.write(b"0\r\n\r\n")
+        writer = self.conn.wfile
+        holding = hasattr(writer, "hold")  # a SocketWriter: head and body start go together
+        if holding:
+            writer.hold()
+        try:
+            self.server.gateway(self).respond()
+            if self.ready:
+                self.ensure_headers_sent()
+            if self.chunked_write:
+                self.conn.wfile.write(b"0\r\n\r\n")
+        finally:
+            if holding:
+                writer.release()
 
     def simple_response(self, status: int | str, msg: str = "") -> None:
         """cheroot's short answer; an error one (4xx, 5xx) says ``Connection: close``, since

@@ -1,0 +1,79 @@
+"""BEFORE/AFTER gate for the cost of a small request: GET, PROPFIND and PUT of small things.
+
+BEFORE is ``oxidav serve`` from an exported revision (``--before``, default HEAD), AFTER the
+working tree (or ``--after-src``); both as a user starts them (default workers), each on its
+own copy of one prepared data folder (``files_vs_apache``'s tree). Per round, in alternating
+order, with 8 client processes (``serve_workers``' clients, every answer checked): GET of 2000
+files of 4 KiB (requests/s), PROPFIND Depth:1 of a 500-file folder (requests/s), PUT of 2000 new
+4 KiB files (files/s, read back and compared). Medians of ``--rounds``; exits 1 unless AFTER
+beats BEFORE on every ``--decide`` figure (default: all).
+
+    python -m bench small_requests [--rounds 3] [--before REV] [--decide "GET 4 KiB x8 req/s"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from pathlib import Path
+
+from bench._files_servers import add_alice, oxidav_env, oxidav_server
+from bench._revisions import REPO, add_side_options, before_source
+from bench.files_vs_apache import CLIENTS, populate_oxidav
+from bench.serve_workers import check_puts, rate
+
+FIGURES = ("GET 4 KiB x8 req/s", "PROPFIND 500 x8 req/s", "PUT 4 KiB x8 files/s")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench small_requests")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--decide", action="append", choices=FIGURES)
+    add_side_options(parser)
+    args = parser.parse_args(argv)
+    figures: dict[str, dict[str, list[float]]] = {"BEFORE": {}, "AFTER": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-small-") as tmp_name:
+        tmp = Path(tmp_name)
+        sources = {
+            "BEFORE": before_source(args, tmp),
+            "AFTER": args.after_src.resolve() if args.after_src else REPO,
+        }
+        template = oxidav_env(tmp / "template")
+        add_alice(template)
+        populate_oxidav(template, [500])
+        envs = {}
+        for name in ("BEFORE", "AFTER"):
+            shutil.copytree(tmp / "template", tmp / name)
+            envs[name] = oxidav_env(tmp / name)
+        with ProcessPoolExecutor(CLIENTS) as pool:
+            for n in range(args.rounds):
+                order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
+                for name in order:
+                    with oxidav_server(envs[name], source=sources[name], name=name) as server:
+                        setup = server.client()
+                        setup.request("MKCOL", f"r{n}")
+                        setup.close()
+                        runs = {
+                            FIGURES[0]: partial(rate, pool, server, "get"),
+                            FIGURES[1]: partial(rate, pool, server, "propfind"),
+                            FIGURES[2]: partial(rate, pool, server, "put", f"r{n}"),
+                        }
+                        for figure, run in runs.items():
+                            figures[name].setdefault(figure, []).append(run())
+                        check_puts(server, f"r{n}")
+    ok = True
+    decide = set(args.decide or FIGURES)
+    print(f"{'figure':24} {'BEFORE':>10} {'AFTER':>10} {'AFTER/BEFORE':>13}")
+    for figure in FIGURES:
+        before = statistics.median(figures["BEFORE"][figure])
+        after = statistics.median(figures["AFTER"][figure])
+        if figure in decide:
+            ok &= after > before
+        mark = "" if figure in decide else "  (shown, not deciding)"
+        print(f"{figure:24} {before:10.0f} {after:10.0f} {after / before:13.2f}{mark}")
+    print("GATE PASS" if ok else "GATE FAIL")
+    return 0 if ok else 1
