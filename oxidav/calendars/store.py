@@ -16,7 +16,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import icalendar
-from sqlalchemy import delete, or_, select
+from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -38,6 +38,7 @@ from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_
 from oxidav.db import Database, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
 from oxidav.db.models.users import User
+from oxidav.db.prepared import PreparedRead
 from oxidav.sync import (
     ChangeKind,
     ChangeSet,
@@ -131,6 +132,22 @@ def _calendar_info(row: Calendar) -> CalendarInfo:
     )
 
 
+_CALENDAR_AT = PreparedRead(
+    select(
+        Calendar.id,
+        Calendar.user_id,
+        Calendar.uri,
+        Calendar.displayname,
+        Calendar.description,
+        Calendar.color,
+        Calendar.sort_order,
+        Calendar.timezone,
+        Calendar.components,
+        Calendar.created_at,
+    ).where(Calendar.user_id == bindparam("user_id"), Calendar.uri == bindparam("uri"))
+)
+
+
 def _object_info(row: CalendarObject) -> ObjectInfo:
     return ObjectInfo(row.name, row.etag, row.size, row.component_type, row.uid, row.modified_at)
 
@@ -196,11 +213,24 @@ class CalendarStore:
             return [_calendar_info(row) for row in rows]
 
     def collection(self, user_id: int, uri: str) -> CalendarInfo | None:
-        with self.db.read() as session:
-            row = session.execute(
-                select(Calendar).where(Calendar.user_id == user_id, Calendar.uri == uri)
-            ).scalar_one_or_none()
-            return None if row is None else _calendar_info(row)
+        """The calendar ``uri`` of the user (every CalDAV request below it asks: one prepared
+        single read, no session)."""
+        row = _CALENDAR_AT.first(self.db, {"user_id": user_id, "uri": uri})
+        if row is None:
+            return None
+        calendar_id, user, name, displayname, description, color, order, zone, kinds, made = row
+        return CalendarInfo(
+            calendar_id,
+            user,
+            name,
+            displayname,
+            description,
+            color,
+            order,
+            zone,
+            tuple(c for c in kinds.split(",") if c),
+            made,
+        )
 
     def collections_with_owners(self, ids: Collection[int]) -> list[tuple[CalendarInfo, str]]:
         """The calendars with these ids and their owners' user names, by id (one query;

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import blake3
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -36,6 +36,7 @@ from oxidav.contacts.vcard import VCardSyntaxError, parse_vcards
 from oxidav.db import Database, utcnow
 from oxidav.db.models.contacts import AddressBook, Card, CardIndex
 from oxidav.db.models.users import User
+from oxidav.db.prepared import PreparedRead
 
 SYNC_KIND = "addressbook"
 DEFAULT_BOOK_URI = "contacts"
@@ -115,6 +116,17 @@ def _book(row: AddressBook) -> BookInfo:
     return BookInfo(row.id, row.user_id, row.uri, row.displayname, row.description, row.created_at)
 
 
+_BOOK_AT = PreparedRead(
+    select(
+        AddressBook.id,
+        AddressBook.user_id,
+        AddressBook.uri,
+        AddressBook.displayname,
+        AddressBook.description,
+        AddressBook.created_at,
+    ).where(AddressBook.user_id == bindparam("user_id"), AddressBook.uri == bindparam("uri"))
+)
+
 _INFO_COLUMNS = (Card.name, Card.etag, Card.size, Card.uid, Card.version, Card.modified_at)
 
 
@@ -136,11 +148,10 @@ class ContactStore:
             return [_book(row) for row in rows]
 
     def collection(self, user_id: int, uri: str) -> BookInfo | None:
-        with self.db.read() as session:
-            row = session.execute(
-                select(AddressBook).where(AddressBook.user_id == user_id, AddressBook.uri == uri)
-            ).scalar_one_or_none()
-            return None if row is None else _book(row)
+        """The address book ``uri`` of the user (every CardDAV request below it asks: one
+        prepared single read, no session)."""
+        row = _BOOK_AT.first(self.db, {"user_id": user_id, "uri": uri})
+        return None if row is None else BookInfo(*row)
 
     def collections_with_owners(self, ids: Iterable[int]) -> list[tuple[BookInfo, str]]:
         """The address books with these ids and their owners' user names, by id (one query;
