@@ -3,10 +3,12 @@
 WsgiDAV builds the whole multistatus as one lxml tree and serialises it to one ``bytes``: an
 answer's memory is its size, twice over. Here each response is built and serialised on its own
 (``response_bytes``, ``status_bytes``, ``element_bytes``: the same lxml calls, so the same bytes
-as WsgiDAV's tree would hold) and ``send_multistatus`` sends the pieces as they come: an answer
-of up to ``BUFFER_LIMIT`` bytes in one piece with a Content-Length, exactly as WsgiDAV would,
-a larger one without (chunked), produced as it is sent. The caller's piece iterator decides how
-much it holds at once (reports load members in small batches).
+as WsgiDAV's tree would hold; a response of ``DAV:`` properties with text values, the common
+answer of sync-collection, is written directly as the same bytes) and ``send_multistatus``
+sends the pieces as they come: an answer of up to ``BUFFER_LIMIT`` bytes in one piece with a
+Content-Length, exactly as WsgiDAV would, a larger one without (chunked), produced as it is
+sent. The caller's piece iterator decides how much it holds at once (reports load members in
+small batches).
 
 Invariants: nothing runs before ``start_response`` that the iterator has not already produced,
 so an error in the first ``BUFFER_LIMIT`` bytes still becomes a normal error answer; an error
@@ -18,8 +20,10 @@ wrong complete answer).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
+from xml.sax.saxutils import escape as _escape
 
 from lxml import etree
 from wsgidav import util, xml_tools
@@ -51,8 +55,39 @@ def _inner(multistatus: etree._Element) -> bytes:
     return data[len(OPEN) : -len(CLOSE)]
 
 
+#: Text lxml writes as it is but for ``&``, ``<`` and ``>``; anything else (``\r``, which it
+#: writes as a character reference, and what XML cannot hold) takes the lxml path.
+_PLAIN_TEXT = re.compile(r"[\t\n\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+_DAV = "{DAV:}"
+
+
+def _plain_response(href: str, props: PropList) -> bytes | None:
+    """``response_bytes`` written directly, where every property is in ``DAV:`` and its value
+    is text or empty (a sync-collection's getetag, say): the same bytes lxml would write, or
+    None to take the lxml path."""
+    for name, _value in props:
+        if name[:6] != _DAV:
+            return None  # calendar-data, address-data, oc: / nc: properties: the lxml path
+    if not props or not _PLAIN_TEXT.fullmatch(href):
+        return None
+    parts = [f"<D:response><D:href>{_escape(href)}</D:href><D:propstat><D:prop>"]
+    for name, value in props:
+        local = name[len(_DAV) :]
+        if value is None:
+            parts.append(f"<D:{local}/>")
+        elif isinstance(value, str) and _PLAIN_TEXT.fullmatch(value):
+            parts.append(f"<D:{local}>{_escape(value)}</D:{local}>")
+        else:
+            return None
+    parts.append("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>")
+    return "".join(parts).encode("utf-8")
+
+
 def response_bytes(href: str, props: PropList) -> bytes:
     """One ``DAV:response`` with a propstat per status (``util.add_property_response``)."""
+    plain = _plain_response(href, props)
+    if plain is not None:
+        return plain
     multistatus = xml_tools.make_multistatus_el()
     util.add_property_response(multistatus, href, props)
     return _inner(multistatus)
