@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench._files_servers import Server, _wait_for_port, free_port
+from bench._files_servers import Server, _stop, _wait_for_port, free_port
 
 MODULES = Path("/usr/lib/apache2/modules")
 RUN_AS = "www-data"
@@ -70,9 +70,4 @@ def apache_server(root: Path) -> Iterator[Server]:
         _wait_for_port(port, process)
         yield Server("apache", process, port, "/", None)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)

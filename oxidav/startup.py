@@ -18,7 +18,9 @@ import os
 import re
 import socket
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
@@ -131,13 +133,13 @@ def listen_error(settings: Settings, exc: OSError) -> StartupError:
     return StartupError(f"cannot listen on {address} ({reason}); {where}")
 
 
-def check_listen(settings: Settings) -> None:
-    """Bind the listening address once and let it go, so a port in use or an address not of
-    this machine is told before anything else starts (port 0 always binds)."""
-    if settings.port == 0:
-        return
+def listen_addresses(
+    settings: Settings,
+) -> Sequence[tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]]:
+    """``getaddrinfo`` of the listening address, or the one line for a host that resolves to
+    nothing."""
     try:
-        infos = socket.getaddrinfo(
+        return socket.getaddrinfo(
             settings.host, settings.port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
         )
     except socket.gaierror as exc:
@@ -145,7 +147,14 @@ def check_listen(settings: Settings) -> None:
             f"cannot listen on {settings.host}:{settings.port} ({exc.strerror}); "
             "set --host / OXIDAV_HOST"
         ) from None
-    family, kind, proto, _name, address = infos[0]
+
+
+def check_listen(settings: Settings) -> None:
+    """Bind the listening address once and let it go, so a port in use or an address not of
+    this machine is told before anything else starts (port 0 always binds)."""
+    if settings.port == 0:
+        return
+    family, kind, proto, _name, address = listen_addresses(settings)[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -45,7 +45,13 @@ from oxidav.presence import register_server
 from oxidav.server import LISTEN_BACKLOG, STOP_GRACE_SECONDS, run_server
 from oxidav.services import Services
 from oxidav.settings import Settings
-from oxidav.startup import StartupError, blob_store_error, listen_error, wide_warning
+from oxidav.startup import (
+    StartupError,
+    blob_store_error,
+    listen_addresses,
+    listen_error,
+    wide_warning,
+)
 
 log = logging.getLogger("oxidav.workers")
 
@@ -61,15 +67,7 @@ def open_listening_socket(settings: Settings) -> socket.socket:
     """The socket every worker accepts from, bound and listening (as cheroot binds its own:
     the first address of ``host`` that binds, SO_REUSEADDR unless port 0, TCP_NODELAY)."""
     address = (settings.host, settings.port)
-    try:
-        infos = socket.getaddrinfo(
-            settings.host, settings.port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
-        )
-    except socket.gaierror as exc:
-        raise StartupError(
-            f"cannot listen on {settings.host}:{settings.port} ({exc.strerror}); "
-            "set --host / OXIDAV_HOST"
-        ) from None
+    infos = listen_addresses(settings)
     failure = OSError(f"no address of {settings.host} could be bound")
     for family, kind, proto, _name, _address in infos:
         try:
