@@ -158,6 +158,7 @@ def main(argv: list[str]) -> int:
             extra = range(args.events, args.events + args.puts)
             ox_rate = put_each(ox, OX_CAL, extra)
             rad_rate = put_each(rad, f"/{USER}/bench/", extra)
+            put_each(xa, XA_CAL, extra)  # the same calendar on both (not a compared figure)
             total = args.events + args.puts
             ours = measure(ox, OX_CAL, OX_BOOK, total, args.runs)
             theirs = measure(xa, XA_CAL, XA_BOOK, total, args.runs)
