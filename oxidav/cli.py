@@ -97,7 +97,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if settings.resolved_workers > 1:
         share_metrics()  # before prometheus_client is imported
-    from oxidav.server import serve
+    from oxidav.workers import serve
 
     os.umask(PROCESS_UMASK)  # whatever the server creates is its user's alone
     configure_logging(settings.log_level, settings.log_format)

@@ -1,9 +1,8 @@
-"""Running oxidav under cheroot: prepare the data dir, listen, stop gracefully on SIGINT/SIGTERM.
+"""One serving process under cheroot: listen, serve, stop gracefully on SIGINT/SIGTERM.
 
-``serve`` runs ``workers`` processes (``oxidav.workers``: a supervisor that binds the socket
-and pre-forks them) or, with ``workers = 1``, serves from its own process. Either way one
-serving process is ``run_server``: its own ``Services``, its cheroot server, and — in one
-process only — the sweeper.
+``run_server`` is one serving process: its own ``Services``, its cheroot server
+(``build_server``) and — in one process only — the sweeper. ``oxidav.workers.serve`` runs it
+in this process (``workers = 1``) or in each of the workers it pre-forks.
 
 The first SIGINT or SIGTERM stops accepting connections and closes the idle ones; the requests
 under way get ``shutdown_timeout`` seconds to finish (``FrontServer.stop``), then their
@@ -19,7 +18,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from types import FrameType
 from typing import TextIO
@@ -28,15 +26,13 @@ from cheroot import wsgi
 from cheroot.ssl import Adapter
 
 from oxidav.app import make_app
-from oxidav.bootstrap import prepare
 from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.http_front import FrontServer
 from oxidav.observability.metrics import Metrics
 from oxidav.presence import register_server
-from oxidav.process_memory import limit_malloc_arenas
 from oxidav.services import Services
 from oxidav.settings import Settings
-from oxidav.startup import blob_store_error, check_listen, listen_error, wide_warning
+from oxidav.startup import blob_store_error, listen_error, wide_warning
 from oxidav.sweeper import Sweeper
 from oxidav.tls import tls_adapter
 
@@ -75,25 +71,6 @@ def build_server(
     server.ssl_adapter = ssl_adapter or tls_adapter(settings)
     metrics.watch_server(server)
     return server
-
-
-def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
-    """Serve until SIGINT or SIGTERM; return the process exit code."""
-    limit_malloc_arenas()  # before any thread starts
-    ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
-    check_listen(settings)
-    workers = settings.resolved_workers
-    if workers > 1:
-        from oxidav.workers import supervise
-
-        return supervise(settings, workers, ssl_adapter, out)
-    services = Services.open(settings)
-    try:
-        admin_password = prepare(settings, services.db)
-    except Exception:
-        services.close()
-        raise
-    return run_server(settings, services, ssl_adapter, out=out, admin_password=admin_password)
 
 
 def run_server(

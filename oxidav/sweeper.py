@@ -13,8 +13,8 @@ idempotent and gc skips rows another transaction holds (``skip_locked``), and th
 period keeps the bytes of an ingest still under way (the rules of ``blobs.gc``). ``oxidav
 blobs gc`` remains for what a pass leaves out (stored files without a row).
 
-The thread is started by ``oxidav.server.serve`` and stopped before the services close; a
-test drives ``run_once`` directly.
+The thread is started by ``oxidav.server.run_server`` (in one worker only) and stopped before
+the services close; a test drives ``run_once`` directly.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The supervisor of ``oxidav serve --workers N``: one socket, N pre-forked serving processes.
+"""``oxidav serve``: one serving process, or a supervisor and N pre-forked ones on one socket.
+
+``serve`` checks what can be checked before anything starts (the TLS files, the port), then
+serves from this process (``workers = 1``, ``oxidav.server.run_server``) or supervises
+``workers`` processes (``supervise``).
 
 The supervisor prepares the data once (migrations, the first admin), checks the blob store,
 binds the listening socket and prints the listening line, then forks the workers. It holds no
@@ -42,16 +46,19 @@ from oxidav.bootstrap import prepare
 from oxidav.http_front import FrontServer
 from oxidav.observability.shared import forget_worker
 from oxidav.presence import register_server
+from oxidav.process_memory import limit_malloc_arenas
 from oxidav.server import LISTEN_BACKLOG, STOP_GRACE_SECONDS, run_server
 from oxidav.services import Services
 from oxidav.settings import Settings
 from oxidav.startup import (
     StartupError,
     blob_store_error,
+    check_listen,
     listen_addresses,
     listen_error,
     wide_warning,
 )
+from oxidav.tls import tls_adapter
 
 log = logging.getLogger("oxidav.workers")
 
@@ -262,3 +269,20 @@ def _stop(workers: _Workers, received: signal.Signals, settings: Settings) -> in
             return 128 + again.si_signo
     log.info("stopped")
     return 0
+
+
+def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
+    """Serve until SIGINT or SIGTERM; return the process exit code."""
+    limit_malloc_arenas()  # before any thread starts
+    ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
+    check_listen(settings)
+    workers = settings.resolved_workers
+    if workers > 1:
+        return supervise(settings, workers, ssl_adapter, out)
+    services = Services.open(settings)
+    try:
+        admin_password = prepare(settings, services.db)
+    except Exception:
+        services.close()
+        raise
+    return run_server(settings, services, ssl_adapter, out=out, admin_password=admin_password)
