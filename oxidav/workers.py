@@ -43,6 +43,8 @@ from typing import TextIO
 from cheroot.ssl import Adapter
 
 from oxidav.bootstrap import prepare
+from oxidav.db import Database
+from oxidav.db.engine import POOL_CONNECTIONS_MAX
 from oxidav.http_front import FrontServer
 from oxidav.observability.shared import forget_worker
 from oxidav.presence import register_server
@@ -94,12 +96,32 @@ def open_listening_socket(settings: Settings) -> socket.socket:
     raise listen_error(settings, failure)
 
 
-def _prepare_data(settings: Settings) -> str | None:
+def connections_warning(db: Database, workers: int) -> str | None:
+    """One line when ``workers`` processes may open more PostgreSQL connections than the
+    server accepts (``max_connections``): under load some requests would then fail."""
+    if db.is_sqlite:
+        return None
+    with db.engine.connect() as connection:
+        limit = int(connection.exec_driver_sql("SHOW max_connections").scalar_one())
+    most = workers * POOL_CONNECTIONS_MAX
+    if most <= limit:
+        return None
+    return (
+        f"{workers} workers may open up to {most} PostgreSQL connections "
+        f"({POOL_CONNECTIONS_MAX} each) and the server allows {limit} (max_connections): "
+        "set workers (OXIDAV_WORKERS) lower or raise max_connections"
+    )
+
+
+def _prepare_data(settings: Settings, workers: int) -> str | None:
     """Migrations, the first admin and the blob store's probe, once, before any fork; the
     new admin's password or None. Everything opened here is closed again."""
     services = Services.open(settings)
     try:
         admin_password = prepare(settings, services.db)
+        warning = connections_warning(services.db, workers)
+        if warning is not None:
+            log.warning("%s", warning)
         # Refused here, once, with the one line, if a blob migration holds the data.
         register_server(services.db, settings.resolved_blob_store).stop()
         try:
@@ -197,7 +219,7 @@ def supervise(
     settings: Settings, count: int, ssl_adapter: Adapter | None, out: TextIO = sys.stdout
 ) -> int:
     """Prepare, bind, fork ``count`` workers and keep them running until SIGINT / SIGTERM."""
-    admin_password = _prepare_data(settings)
+    admin_password = _prepare_data(settings, count)
     warning = wide_warning(settings)
     if warning is not None:
         log.warning("%s", warning)

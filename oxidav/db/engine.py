@@ -97,8 +97,17 @@ def database_url(url: str | URL) -> URL:
     return parsed
 
 
+#: Connections a PostgreSQL pool keeps; as many again may be opened beyond them under load.
+POOL_SIZE = 10
+#: The most PostgreSQL connections one process opens (``POOL_SIZE`` plus the overflow).
+POOL_CONNECTIONS_MAX = 2 * POOL_SIZE
+
+
 def make_engine(
-    url: str | URL, *, pool_size: int = 10, sqlite_synchronous: str = SQLITE_SYNCHRONOUS[0]
+    url: str | URL,
+    *,
+    pool_size: int = POOL_SIZE,
+    sqlite_synchronous: str = SQLITE_SYNCHRONOUS[0],
 ) -> Engine:
     """Create an engine for ``url`` with oxidav's connection settings.
 

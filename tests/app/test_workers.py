@@ -296,3 +296,49 @@ def test_a_killed_supervisor_takes_its_workers_along(tmp_path: Path) -> None:
     )
     with pytest.raises(ConnectionRefusedError):  # nobody holds the socket any more
         http.client.HTTPConnection("127.0.0.1", _port(server), timeout=5).connect()
+
+
+@pytest.mark.pg
+@pytest.mark.parametrize("db_url", ["pg"], indirect=True)
+def test_more_workers_than_postgresql_takes_connections_is_told(
+    tmp_path: Path, db_url: str
+) -> None:
+    """Each worker's pool may grow to 20 connections: one worker more than the server's
+    max_connections allows for is told, in one line naming the setting."""
+    from oxidav.db import Database
+
+    database = Database.from_url(db_url)
+    with database.engine.connect() as connection:
+        limit = int(connection.exec_driver_sql("SHOW max_connections").scalar_one())
+    database.dispose()
+    workers = limit // 20 + 1
+    env = _env(tmp_path, db_url)
+    server = start_server_process(
+        ["--port", "0", "--workers", str(workers), "--threads", "2"],
+        env=env,
+        stderr=tmp_path / "server.log",
+    )
+    try:
+        _until(lambda: len(_workers(server)) == workers, 60, f"{workers} workers")
+    finally:
+        assert server.stop() == 0
+    warning = [
+        line
+        for line in (tmp_path / "server.log").read_text().splitlines()
+        if "max_connections" in line
+    ]
+    assert len(warning) == 1
+    assert f"{workers} workers may open up to {workers * 20} PostgreSQL connections" in warning[0]
+    assert "OXIDAV_WORKERS" in warning[0]
+
+
+@pytest.mark.pg
+@pytest.mark.parametrize("db_url", ["pg"], indirect=True)
+def test_workers_within_what_postgresql_takes_start_without_a_warning(
+    tmp_path: Path, db_url: str
+) -> None:
+    server = start_server_process(
+        ["--port", "0", "--workers", "2"], env=_env(tmp_path, db_url), stderr=tmp_path / "s.log"
+    )
+    assert server.stop() == 0
+    assert "max_connections" not in (tmp_path / "s.log").read_text()
