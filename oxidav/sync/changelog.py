@@ -15,11 +15,13 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import and_, delete, not_, select, update
+from sqlalchemy import Integer, and_, bindparam, delete, not_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from oxidav.db import core
 from oxidav.db.models.sync import SyncChange, SyncCollection
+from oxidav.db.prepared import Prepared
 from oxidav.sync.tokens import InvalidSyncToken, SyncToken, parse_token
 
 ChangeKind = Literal["added", "modified", "removed"]
@@ -129,26 +131,63 @@ def record_change(
     return seq
 
 
-def _counter(session: Session, kind: str, collection_id: int) -> SyncCollection | None:
-    return session.execute(
-        select(SyncCollection).where(
-            SyncCollection.kind == kind, SyncCollection.collection_id == collection_id
+_COUNTER = Prepared(
+    select(SyncCollection.epoch, SyncCollection.seq, SyncCollection.min_seq).where(
+        SyncCollection.kind == bindparam("kind"),
+        SyncCollection.collection_id == bindparam("collection_id"),
+    )
+)
+
+
+def _changes_read(after_token: bool, limited: bool) -> Prepared:
+    """The changed members after ``:since`` up to ``:head`` (``changes_since``), in change
+    order; ``limited``: at most ``:limit`` rows."""
+    since = bindparam("since", type_=Integer())
+    visible = (
+        not_(and_(SyncChange.removed, SyncChange.created_seq > since))
+        if after_token
+        else not_(SyncChange.removed)
+    )
+    statement = (
+        select(SyncChange.name, SyncChange.removed, SyncChange.created_seq, SyncChange.seq)
+        .where(
+            SyncChange.kind == bindparam("kind"),
+            SyncChange.collection_id == bindparam("collection_id"),
+            SyncChange.seq > since,
+            SyncChange.seq <= bindparam("head"),
+            visible,
         )
-    ).scalar_one_or_none()
+        .order_by(SyncChange.seq)
+    )
+    if limited:
+        statement = statement.limit(bindparam("limit"))
+    return Prepared(statement)
+
+
+#: (after a token, limited) -> the statement of ``changes_since``, built once.
+_CHANGES = {
+    (token, limited): _changes_read(token, limited)
+    for token in (False, True)
+    for limited in (False, True)
+}
+
+
+def _counter_values(session: Session, kind: str, collection_id: int) -> tuple[str, int, int]:
+    """(epoch, seq, min_seq) of the collection's counter, ("0", 0, 0) if it has none; in the
+    session's transaction, with a statement built once."""
+    row = _COUNTER.run(core(session), {"kind": kind, "collection_id": collection_id}).first()
+    return ("0", 0, 0) if row is None else (row[0], row[1], row[2])
 
 
 def current_seq(session: Session, kind: str, collection_id: int) -> int:
     """The collection's latest sequence number (0 if nothing was ever logged)."""
-    counter = _counter(session, kind, collection_id)
-    return 0 if counter is None else counter.seq
+    return _counter_values(session, kind, collection_id)[1]
 
 
 def current_token(session: Session, kind: str, collection_id: int) -> str:
     """The token naming the collection's present state (DAV:sync-token)."""
-    counter = _counter(session, kind, collection_id)
-    if counter is None:
-        return str(SyncToken(kind, collection_id, "0", 0))
-    return str(SyncToken(kind, collection_id, counter.epoch, counter.seq))
+    epoch, seq, _horizon = _counter_values(session, kind, collection_id)
+    return str(SyncToken(kind, collection_id, epoch, seq))
 
 
 def changes_since(
@@ -165,10 +204,7 @@ def changes_since(
     older than the log's horizon. A member created and removed after the token is not
     reported; one removed is reported as "removed" (RFC 6578 §3.5.1).
     """
-    counter = _counter(session, kind, collection_id)
-    epoch = "0" if counter is None else counter.epoch
-    head = 0 if counter is None else counter.seq
-    horizon = 0 if counter is None else counter.min_seq
+    epoch, head, horizon = _counter_values(session, kind, collection_id)
     since = 0
     if token:
         parsed = parse_token(token)
@@ -181,39 +217,25 @@ def changes_since(
         ):
             raise InvalidSyncToken(f"sync token {token!r} is not valid for this collection")
         since = parsed.seq
-    visible = (
-        not_(SyncChange.removed)
-        if not token
-        else not_(and_(SyncChange.removed, SyncChange.created_seq > since))
-    )
-    stmt = (
-        select(SyncChange)
-        .where(
-            SyncChange.kind == kind,
-            SyncChange.collection_id == collection_id,
-            SyncChange.seq > since,
-            SyncChange.seq <= head,
-            visible,
-        )
-        .order_by(SyncChange.seq)
-    )
+    params = {"kind": kind, "collection_id": collection_id, "since": since, "head": head}
     if limit is not None:
-        stmt = stmt.limit(limit + 1)
-    rows = list(session.execute(stmt).scalars())
+        params["limit"] = limit + 1
+    read = _CHANGES[(bool(token), limit is not None)]
+    rows = read.run(core(session), params).rows
     truncated = limit is not None and len(rows) > limit
     if truncated:
         rows = rows[:limit]
     changes = [
         Change(
-            name=row.name,
+            name=name,
             kind="removed"
-            if row.removed
-            else ("added" if row.created_seq > since or not token else "modified"),
-            seq=row.seq,
+            if removed
+            else ("added" if created > since or not token else "modified"),
+            seq=seq,
         )
-        for row in rows
+        for name, removed, created, seq in rows
     ]
-    end = rows[-1].seq if truncated and rows else head
+    end = rows[-1][3] if truncated and rows else head
     return ChangeSet(changes, str(SyncToken(kind, collection_id, epoch, end)), truncated)
 
 
