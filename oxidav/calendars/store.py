@@ -16,7 +16,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import icalendar
-from sqlalchemy import bindparam, delete, or_, select
+from sqlalchemy import String, bindparam, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -146,6 +146,28 @@ _CALENDAR_AT = PreparedRead(
         Calendar.created_at,
     ).where(Calendar.user_id == bindparam("user_id"), Calendar.uri == bindparam("uri"))
 )
+
+
+#: Up to this many names, ``object_infos`` runs a statement built once per count.
+FEW_NAMES = 32
+_INFOS_NAMED: dict[int, PreparedRead] = {}
+
+
+def _infos_named(count: int) -> PreparedRead:
+    """The metadata of the objects of ``:calendar_id`` named ``:name0`` … (``count`` names)."""
+    found = _INFOS_NAMED.get(count)
+    if found is None:
+        names = [bindparam(f"name{i}", type_=String()) for i in range(count)]
+        found = _INFOS_NAMED.setdefault(
+            count,
+            PreparedRead(
+                select(*_INFO_COLUMNS).where(
+                    CalendarObject.calendar_id == bindparam("calendar_id"),
+                    CalendarObject.name.in_(names),
+                )
+            ),
+        )
+    return found
 
 
 def _object_info(row: CalendarObject) -> ObjectInfo:
@@ -340,8 +362,15 @@ class CalendarStore:
             return [ObjectInfo(*row) for row in rows]
 
     def object_infos(self, calendar_id: int, names: Collection[str]) -> dict[str, ObjectInfo]:
-        """The named objects' metadata (no data), in batches of 500 names per query."""
+        """The named objects' metadata (no data): up to ``FEW_NAMES`` names with a statement
+        built once per count (a sync-collection of a few changes), more in batches of 500
+        names per query."""
         wanted = list(names)
+        if len(wanted) <= FEW_NAMES:
+            params: dict[str, object] = {f"name{i}": name for i, name in enumerate(wanted)}
+            params["calendar_id"] = calendar_id
+            few = _infos_named(len(wanted)).rows(self.db, params)
+            return {row[0]: ObjectInfo(*row) for row in few}
         found: dict[str, ObjectInfo] = {}
         with self.db.read() as session:
             for start in range(0, len(wanted), 500):
