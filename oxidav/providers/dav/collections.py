@@ -193,7 +193,12 @@ class ObjectCollection(OwnedCollection[BackendT]):
         return self.info.created_at.timestamp()
 
     def member_href(self, name: str) -> str:
-        return str(self.get_href()) + _quote_segment(name)
+        """The href of member ``name``: this collection's own href (quoted once per request,
+        not once per member of a listing) and the quoted name."""
+        own: str | None = self.__dict__.get("_own_href")
+        if own is None:
+            own = self.__dict__["_own_href"] = str(self.get_href())
+        return own + _quote_segment(name)
 
     def member_path(self, name: str) -> str:
         return f"{self.path.rstrip('/')}/{name}"
