@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +41,7 @@ from bench.caldav_vs_radicale import (
     put_each,
     sync_answer,
 )
+from bench.caldav_vs_radicale import timed_with_p95 as timed
 from bench.caldav_vs_radicale import uids as event_uids
 from bench.carddav_vs_radicale import QUERY as CARD_QUERY
 from bench.carddav_vs_radicale import uids as card_uids
@@ -83,26 +82,6 @@ def xandikos(tmp: Path) -> Iterator[Client]:
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-def timed(
-    client: Client, path: str, body: str, runs: int, answer: Callable[[bytes], object]
-) -> tuple[float, float, object]:
-    """(median ms, p95 ms, the answer) of ``runs`` REPORTs after one warm-up."""
-    headers = {**XML, "Depth": "1"}
-    status, data = client.request("REPORT", path, body, headers)
-    if status != 207:
-        raise SystemExit(f"REPORT on {path} answered {status}: {data[:300]!r}")
-    expected = answer(data)
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        status, data = client.request("REPORT", path, body, headers)
-        times.append((time.perf_counter() - started) * 1000)
-        if status != 207 or answer(data) != expected:
-            raise SystemExit(f"REPORT on {path} changed its answer")
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))], expected
 
 
 def load(client: Client, calendar: str, book: str, events: int, cards: int) -> None:

@@ -16,26 +16,16 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
 
-from tests.support.live import ServerProcess, start_server_process
+from tests.support.live import ServerProcess, start_server_process, until
 
 PASSWORD = "shutdown-pw"
 AUTH = "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
 FILE = "/remote.php/dav/files/admin/big.bin"
 OLD = b"old version\n" * 1000
 NEW = bytes(range(256)) * 4096  # 1 MiB
-
-
-def _until(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds}s: {what}")
-        time.sleep(0.02)
 
 
 def _start(
@@ -126,7 +116,7 @@ def test_sigterm_lets_a_slow_put_in_flight_finish(tmp_path: Path, db_url: str) -
     half = len(NEW) // 2
     sock = _start_slow_put(port, NEW[:half])
     server.process.send_signal(signal.SIGTERM)
-    _until(lambda: _refuses_connections(port), 20, "the listening socket closes")
+    until(lambda: _refuses_connections(port), 20, "the listening socket closes")
     assert not _exited(server)  # still serving the upload in flight
     sock.sendall(NEW[half:])
     answer = _read_answer(sock)
@@ -147,7 +137,7 @@ def test_a_put_past_the_shutdown_timeout_leaves_the_old_version(tmp_path: Path) 
     assert _request(port, "PUT", FILE, OLD)[0] in (201, 204)
     sock = _start_slow_put(port, NEW[:1000])
     server.process.send_signal(signal.SIGTERM)
-    _until(lambda: _exited(server), 20, "the server exits after its shutdown timeout")
+    until(lambda: _exited(server), 20, "the server exits after its shutdown timeout")
     assert server.process.returncode == 0
     assert not re.match(rb"HTTP/1\.1 2", _read_answer(sock))  # the upload was not taken
     sock.close()
@@ -172,7 +162,7 @@ def test_an_idle_keepalive_connection_does_not_hold_up_shutdown(tmp_path: Path) 
     response.read()
     server.process.send_signal(signal.SIGINT)
     # Far below the 120 s shutdown timeout: nothing in flight, the idle connection is closed.
-    _until(lambda: _exited(server), 30, "the server exits with only an idle connection open")
+    until(lambda: _exited(server), 30, "the server exits with only an idle connection open")
     assert server.process.returncode == 0
     assert idle.sock is not None
     assert idle.sock.recv(1) == b""  # closed cleanly by the server
@@ -186,9 +176,9 @@ def test_a_second_signal_exits_at_once(tmp_path: Path) -> None:
     port = _port(server)
     sock = _start_slow_put(port, NEW[:1000])
     server.process.send_signal(signal.SIGTERM)
-    _until(lambda: _refuses_connections(port), 20, "the first signal is taken")
+    until(lambda: _refuses_connections(port), 20, "the first signal is taken")
     server.process.send_signal(signal.SIGTERM)
-    _until(lambda: _exited(server), 30, "the second signal ends the process")
+    until(lambda: _exited(server), 30, "the second signal ends the process")
     assert server.process.returncode not in (0, None)
     sock.close()
     log = _log(tmp_path)

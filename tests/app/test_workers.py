@@ -15,15 +15,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run_oxidav
-from tests.support.live import ServerProcess, start_server_process
+from tests.support.live import ServerProcess, start_server_process, until
 
 PASSWORD = "workers-pw"
 FILES = "/remote.php/dav/files/admin/"
@@ -31,14 +30,6 @@ FILES = "/remote.php/dav/files/admin/"
 
 def _auth(password: str = PASSWORD) -> str:
     return "Basic " + base64.b64encode(f"admin:{password}".encode()).decode()
-
-
-def _until(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds}s: {what}")
-        time.sleep(0.02)
 
 
 def _env(tmp_path: Path, db_url: str) -> dict[str, str]:
@@ -62,7 +53,7 @@ def served(tmp_path: Path, db_url: str) -> Iterator[tuple[ServerProcess, dict[st
         ["--port", "0", "--workers", "2"], env=env, stderr=tmp_path / "server.log"
     )
     try:
-        _until(lambda: len(_workers(server)) == 2, 30, "two workers")
+        until(lambda: len(_workers(server)) == 2, 30, "two workers")
         yield server, {**os.environ, **env}
     finally:
         server.stop()
@@ -218,7 +209,7 @@ def test_the_metrics_are_the_sum_of_every_worker(
 
         # Each worker answered five; a request counts once its answer is out, so the other
         # worker's last one may be counted a moment after its answer arrived.
-        _until(lambda answered=answered: answered() == 10, 10, "ten PROPFINDs counted")
+        until(lambda answered=answered: answered() == 10, 10, "ten PROPFINDs counted")
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -228,7 +219,7 @@ def test_a_worker_that_dies_is_replaced_and_sigterm_stops_them_all(
     server, _env = served
     before = _workers(server)
     os.kill(before[0], signal.SIGKILL)
-    _until(
+    until(
         lambda: len(_workers(server)) == 2 and before[0] not in _workers(server),
         30,
         "a new worker in the dead one's place",
@@ -285,11 +276,11 @@ def test_a_bad_workers_setting_is_one_line(tmp_path: Path) -> None:
 def test_a_killed_supervisor_takes_its_workers_along(tmp_path: Path) -> None:
     env = _env(tmp_path, "sqlite")
     server = start_server_process(["--port", "0", "--workers", "2"], env=env)
-    _until(lambda: len(_workers(server)) == 2, 30, "two workers")
+    until(lambda: len(_workers(server)) == 2, 30, "two workers")
     workers = _workers(server)
     server.process.kill()
     server.process.wait()
-    _until(
+    until(
         lambda: all(not Path(f"/proc/{pid}").exists() for pid in workers),
         30,
         "the workers gone with their supervisor",
@@ -319,7 +310,7 @@ def test_more_workers_than_postgresql_takes_connections_is_told(
         stderr=tmp_path / "server.log",
     )
     try:
-        _until(lambda: len(_workers(server)) == workers, 60, f"{workers} workers")
+        until(lambda: len(_workers(server)) == workers, 60, f"{workers} workers")
     finally:
         assert server.stop() == 0
     warning = [

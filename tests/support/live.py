@@ -16,7 +16,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,3 +165,13 @@ def stable_port() -> int:
                 continue
             return candidate
     raise RuntimeError("no free port below the ephemeral range")
+
+
+def until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``seconds`` (a deadline
+    for something that happens in another process, not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds}s: {what}")
+        time.sleep(0.02)
