@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 OXIDAV_FILES = "/remote.php/dav/files/alice/"
@@ -175,6 +176,32 @@ def oxidav_server(
         yield Server(name, process, port, OXIDAV_FILES, auth)
     finally:
         _stop(process)
+
+
+@contextmanager
+def alice_tree(env: dict[str, str]) -> Iterator[tuple[Any, Any, int]]:
+    """(database, blob chain, alice's user id) of the installation ``env`` names, alice's root
+    made: for filling her tree straight through the tree API; closed afterwards."""
+    from sqlalchemy import select
+
+    from oxidav.blobs import BlobChain
+    from oxidav.db import Database
+    from oxidav.db.models.users import User
+    from oxidav.settings import load_settings
+    from oxidav.tree import ensure_root
+
+    settings = load_settings(env=env)
+    db = Database.from_url(settings.resolved_database_url)
+    chain = BlobChain.from_settings(settings, db)
+    try:
+        with db.read() as session:
+            user_id = session.scalar(select(User.id).where(User.username == "alice"))
+        assert user_id is not None
+        ensure_root(db, user_id)
+        yield db, chain, user_id
+    finally:
+        chain.close()
+        db.dispose()
 
 
 def median_ms(samples: list[float]) -> float:

@@ -26,6 +26,7 @@ from lxml import etree
 from bench._files_servers import (
     Server,
     add_alice,
+    alice_tree,
     filesystem_server,
     median_ms,
     oxidav_env,
@@ -50,29 +51,15 @@ def populate_filesystem(root: Path, sizes: list[int]) -> None:
 
 def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
     """Straight through the tree API (PUT speed is another benchmark)."""
-    from sqlalchemy import select
+    from oxidav.tree import make_folder, write_file
 
-    from oxidav.blobs import BlobChain
-    from oxidav.db import Database
-    from oxidav.db.models.users import User
-    from oxidav.settings import load_settings
-    from oxidav.tree import ensure_root, make_folder, write_file
-
-    settings = load_settings(env=env)
-    db = Database.from_url(settings.resolved_database_url)
-    chain = BlobChain.from_settings(settings, db)
-    with db.read() as session:
-        user_id = session.scalar(select(User.id).where(User.username == "alice"))
-    assert user_id is not None
-    ensure_root(db, user_id)
-    content = chain.ingest([CONTENT])
-    for size in sizes:
-        with db.write() as session:
-            make_folder(session, user_id, f"/f{size}")
-            for i in range(size):
-                write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", content)
-    chain.close()
-    db.dispose()
+    with alice_tree(env) as (db, chain, user_id):
+        content = chain.ingest([CONTENT])
+        for size in sizes:
+            with db.write() as session:
+                make_folder(session, user_id, f"/f{size}")
+                for i in range(size):
+                    write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", content)
 
 
 def listing(body: bytes) -> dict[str, str]:

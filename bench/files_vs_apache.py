@@ -36,7 +36,7 @@ from pathlib import Path
 import blake3
 
 from bench._apache import apache_available, apache_server
-from bench._files_servers import Client, Server, add_alice, oxidav_env, oxidav_server
+from bench._files_servers import Client, Server, add_alice, alice_tree, oxidav_env, oxidav_server
 from bench.files_large import get as get_large
 from bench.files_large import make_source
 from bench.files_large import put as put_large
@@ -75,38 +75,25 @@ def populate_apache(root: Path, sizes: list[int]) -> None:
 
 def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
     """The same tree, straight through the tree API (PUT speed is measured on its own)."""
-    from sqlalchemy import select
+    from oxidav.tree import make_folder, write_file
 
-    from oxidav.blobs import BlobChain
-    from oxidav.db import Database
-    from oxidav.db.models.users import User
-    from oxidav.settings import load_settings
-    from oxidav.tree import ensure_root, make_folder, write_file
-
-    settings = load_settings(env=env)
-    db = Database.from_url(settings.resolved_database_url)
-    chain = BlobChain.from_settings(settings, db)
-    with db.read() as session:
-        user_id = session.scalar(select(User.id).where(User.username == "alice"))
-    assert user_id is not None
-    ensure_root(db, user_id)
-    one_kib = chain.ingest([CONTENT])
-    contents = [chain.ingest([small(i)]) for i in range(GET_FILES)]  # not inside a write
-    with db.write() as session:
-        for size in sizes:
-            make_folder(session, user_id, f"/f{size}")
-            for i in range(size):
-                write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", one_kib)
-        make_folder(session, user_id, "/walk")
-        for f in range(WALK_FOLDERS):
-            make_folder(session, user_id, f"/walk/d{f:03d}")
-            for i in range(WALK_FILES):
-                write_file(session, chain, user_id, f"/walk/d{f:03d}/file{i:03d}.txt", one_kib)
-        make_folder(session, user_id, "/get")
-        for i in range(GET_FILES):
-            write_file(session, chain, user_id, f"/get/g{i:04d}.bin", contents[i])
-    chain.close()
-    db.dispose()
+    with alice_tree(env) as (db, chain, user_id):
+        one_kib = chain.ingest([CONTENT])
+        contents = [chain.ingest([small(i)]) for i in range(GET_FILES)]  # not inside a write
+        with db.write() as session:
+            for size in sizes:
+                make_folder(session, user_id, f"/f{size}")
+                for i in range(size):
+                    write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", one_kib)
+            make_folder(session, user_id, "/walk")
+            for f in range(WALK_FOLDERS):
+                make_folder(session, user_id, f"/walk/d{f:03d}")
+                for i in range(WALK_FILES):
+                    path = f"/walk/d{f:03d}/file{i:03d}.txt"
+                    write_file(session, chain, user_id, path, one_kib)
+            make_folder(session, user_id, "/get")
+            for i in range(GET_FILES):
+                write_file(session, chain, user_id, f"/get/g{i:04d}.bin", contents[i])
 
 
 def family_pids(server: Server) -> list[int]:

@@ -7,20 +7,16 @@
 - ``filters`` (the calendar-query filter as data) and ``evaluate`` (its exact evaluation).
 - ``caldata``: calendar-data in reports: partial data, expand, limit-recurrence-set.
 - ``freebusy``: the free-busy-query report.
-- ``storage``: ``CalendarStore``, calendars and objects in the database, with sync tokens.
+- ``store``: ``CalendarStore``, calendars and objects in the database, with sync tokens;
+  ``reads``: the records it hands out and its prepared single reads.
 - ``errors``: typed errors naming the RFC 4791 preconditions.
 """
 
 from oxidav.calendars.caldata import CalendarDataRequest, parse_calendar_data
 from oxidav.calendars.errors import CalendarError
 from oxidav.calendars.filters import CompFilter, TimeRange, parse_filter
-from oxidav.calendars.store import (
-    CalendarInfo,
-    CalendarStore,
-    ObjectInfo,
-    PutResult,
-    StoredObject,
-)
+from oxidav.calendars.reads import CalendarInfo, ObjectInfo, StoredObject
+from oxidav.calendars.store import CalendarStore, PutResult
 
 __all__ = [
     "CalendarDataRequest",

@@ -12,15 +12,13 @@ import contextlib
 import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import tzinfo
 from typing import Any
 
-import icalendar
-from sqlalchemy import String, bindparam, delete, or_, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from oxidav.calendars.cache import ParsedCache
 from oxidav.calendars.errors import (
     AlreadyExists,
     InvalidCalendarObject,
@@ -32,13 +30,21 @@ from oxidav.calendars.errors import (
 from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.filters import CompFilter, TimeRange
 from oxidav.calendars.freebusy import BusyTime, collect_busy, format_freebusy
+from oxidav.calendars.reads import (
+    FEW_NAMES,
+    OBJECT_INFO_COLUMNS,
+    CalendarInfo,
+    ObjectInfo,
+    StoredObject,
+    calendar_at,
+    components_of,
+    object_infos_named,
+)
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
-from oxidav.calendars.timeutil import timezone_from_ical
 from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
 from oxidav.db import Database, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
 from oxidav.db.models.users import User
-from oxidav.db.prepared import PreparedRead
 from oxidav.sync import (
     ChangeKind,
     ChangeSet,
@@ -53,47 +59,6 @@ from oxidav.sync import (
 SYNC_KIND = "calendar"
 DEFAULT_CALENDAR_URI = "personal"
 DEFAULT_CALENDAR_NAME = "Personal"
-_PARSED = ParsedCache()
-
-
-@dataclass(frozen=True)
-class CalendarInfo:
-    """A calendar collection's properties (a snapshot; not tied to a session)."""
-
-    id: int
-    user_id: int
-    uri: str
-    displayname: str
-    description: str
-    color: str
-    sort_order: int
-    timezone: str
-    components: tuple[str, ...]
-    created_at: datetime
-
-    @property
-    def floating_tz(self) -> tzinfo:
-        """The zone of DATEs and floating times in this calendar (calendar-timezone or UTC)."""
-        return timezone_from_ical(self.timezone) or UTC
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    name: str
-    etag: str
-    size: int
-    component_type: str
-    uid: str
-    modified_at: datetime
-
-
-@dataclass(frozen=True)
-class StoredObject(ObjectInfo):
-    data: str
-
-    def parsed(self) -> icalendar.Calendar:
-        """The parsed object (shared, read-only)."""
-        return _PARSED.get(self.etag, self.data)
 
 
 @dataclass(frozen=True)
@@ -107,16 +72,6 @@ def make_etag(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:40]
 
 
-_INFO_COLUMNS = (
-    CalendarObject.name,
-    CalendarObject.etag,
-    CalendarObject.size,
-    CalendarObject.component_type,
-    CalendarObject.uid,
-    CalendarObject.modified_at,
-)
-
-
 def _calendar_info(row: Calendar) -> CalendarInfo:
     return CalendarInfo(
         id=row.id,
@@ -127,47 +82,9 @@ def _calendar_info(row: Calendar) -> CalendarInfo:
         color=row.color,
         sort_order=row.sort_order,
         timezone=row.timezone,
-        components=tuple(c for c in row.components.split(",") if c),
+        components=components_of(row.components),
         created_at=row.created_at,
     )
-
-
-_CALENDAR_AT = PreparedRead(
-    select(
-        Calendar.id,
-        Calendar.user_id,
-        Calendar.uri,
-        Calendar.displayname,
-        Calendar.description,
-        Calendar.color,
-        Calendar.sort_order,
-        Calendar.timezone,
-        Calendar.components,
-        Calendar.created_at,
-    ).where(Calendar.user_id == bindparam("user_id"), Calendar.uri == bindparam("uri"))
-)
-
-
-#: Up to this many names, ``object_infos`` runs a statement built once per count.
-FEW_NAMES = 32
-_INFOS_NAMED: dict[int, PreparedRead] = {}
-
-
-def _infos_named(count: int) -> PreparedRead:
-    """The metadata of the objects of ``:calendar_id`` named ``:name0`` … (``count`` names)."""
-    found = _INFOS_NAMED.get(count)
-    if found is None:
-        names = [bindparam(f"name{i}", type_=String()) for i in range(count)]
-        found = _INFOS_NAMED.setdefault(
-            count,
-            PreparedRead(
-                select(*_INFO_COLUMNS).where(
-                    CalendarObject.calendar_id == bindparam("calendar_id"),
-                    CalendarObject.name.in_(names),
-                )
-            ),
-        )
-    return found
 
 
 def _object_info(row: CalendarObject) -> ObjectInfo:
@@ -237,22 +154,7 @@ class CalendarStore:
     def collection(self, user_id: int, uri: str) -> CalendarInfo | None:
         """The calendar ``uri`` of the user (every CalDAV request below it asks: one prepared
         single read, no session)."""
-        row = _CALENDAR_AT.first(self.db, {"user_id": user_id, "uri": uri})
-        if row is None:
-            return None
-        calendar_id, user, name, displayname, description, color, order, zone, kinds, made = row
-        return CalendarInfo(
-            calendar_id,
-            user,
-            name,
-            displayname,
-            description,
-            color,
-            order,
-            zone,
-            tuple(c for c in kinds.split(",") if c),
-            made,
-        )
+        return calendar_at(self.db, user_id, uri)
 
     def collections_with_owners(self, ids: Collection[int]) -> list[tuple[CalendarInfo, str]]:
         """The calendars with these ids and their owners' user names, by id (one query;
@@ -355,7 +257,7 @@ class CalendarStore:
     def objects(self, calendar_id: int) -> list[ObjectInfo]:
         with self.db.read() as session:
             rows = session.execute(
-                select(*_INFO_COLUMNS)
+                select(*OBJECT_INFO_COLUMNS)
                 .where(CalendarObject.calendar_id == calendar_id)
                 .order_by(CalendarObject.name)
             ).all()
@@ -367,15 +269,12 @@ class CalendarStore:
         names per query."""
         wanted = list(names)
         if len(wanted) <= FEW_NAMES:
-            params: dict[str, object] = {f"name{i}": name for i, name in enumerate(wanted)}
-            params["calendar_id"] = calendar_id
-            few = _infos_named(len(wanted)).rows(self.db, params)
-            return {row[0]: ObjectInfo(*row) for row in few}
+            return object_infos_named(self.db, calendar_id, wanted)
         found: dict[str, ObjectInfo] = {}
         with self.db.read() as session:
             for start in range(0, len(wanted), 500):
                 rows = session.execute(
-                    select(*_INFO_COLUMNS).where(
+                    select(*OBJECT_INFO_COLUMNS).where(
                         CalendarObject.calendar_id == calendar_id,
                         CalendarObject.name.in_(wanted[start : start + 500]),
                     )

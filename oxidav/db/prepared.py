@@ -17,6 +17,9 @@ Only for statements without expanding parameters and, for an INSERT or UPDATE, w
 Python-side column defaults to compute (every such column is given): anything else is run by
 ``Connection.execute`` unchanged.
 
+``PreparedReadsByCount`` keeps one ``PreparedRead`` per length of an IN list of names (the
+locks rooted at a URL's ancestors, a few named calendar objects).
+
 ``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
 or HEAD (the node at a path) and the lock check of a large PUT, without a session, a
 ``BEGIN``, a rollback and a close. One statement reads one consistent snapshot on
@@ -29,11 +32,11 @@ lends (on SQLite the thread's own, on PostgreSQL a pooled one); listeners do not
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection
+from sqlalchemy import BindParameter, Connection, String, bindparam
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement, Executable
@@ -157,6 +160,38 @@ class PreparedRead(Prepared):
         return found[0] if found else None
 
 
+class PreparedReadsByCount:
+    """One ``PreparedRead`` per length of an IN list, built on first use: ``build`` makes the
+    statement from the list's bind parameters (``:{name}0``, ``:{name}1`` …, strings), and
+    ``params`` spreads the values over them."""
+
+    def __init__(
+        self, name: str, build: Callable[[list[BindParameter[str]]], ClauseElement]
+    ) -> None:
+        self._name = name
+        self._build = build
+        self._made: dict[int, PreparedRead] = {}
+        self._lock = threading.Lock()
+
+    def for_count(self, count: int) -> PreparedRead:
+        found = self._made.get(count)
+        if found is None:
+            listed = [bindparam(f"{self._name}{i}", type_=String()) for i in range(count)]
+            with self._lock:
+                found = self._made.setdefault(count, PreparedRead(self._build(listed)))
+        return found
+
+    def params(self, values: Sequence[str], **others: Any) -> dict[str, Any]:
+        """The parameters of ``for_count(len(values))``: ``values`` and ``others``."""
+        spread: dict[str, Any] = {f"{self._name}{i}": value for i, value in enumerate(values)}
+        spread.update(others)
+        return spread
+
+    def rows(self, db: Database, values: Sequence[str], **others: Any) -> list[tuple[Any, ...]]:
+        """The rows of the statement for ``values`` (and ``others``), as ``PreparedRead``."""
+        return self.for_count(len(values)).rows(db, self.params(values, **others))
+
+
 def _execute(
     prepared: _Compiled,
     dialect: Dialect,
@@ -201,4 +236,4 @@ def _execute(
     return Result(rows, rowcount)
 
 
-__all__ = ["Prepared", "PreparedRead", "Result"]
+__all__ = ["Prepared", "PreparedRead", "PreparedReadsByCount", "Result"]

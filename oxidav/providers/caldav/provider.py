@@ -23,7 +23,8 @@ from urllib.parse import unquote, urlsplit
 
 from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_NOT_FOUND, DAVError
 
-from oxidav.calendars.store import DEFAULT_CALENDAR_URI, CalendarInfo
+from oxidav.calendars.reads import CalendarInfo
+from oxidav.calendars.store import DEFAULT_CALENDAR_URI
 from oxidav.db import Database
 from oxidav.environ import ENVIRON_CALENDARS
 from oxidav.providers.caldav import writes as calendar_writes

@@ -25,7 +25,7 @@ from oxidav.authz.grants.collections import Reach
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.calendars.caldata import CalendarDataRequest, render_calendar_data
 from oxidav.calendars.errors import AlreadyExists, CalendarError, NotFound
-from oxidav.calendars.store import CalendarInfo, ObjectInfo, StoredObject
+from oxidav.calendars.reads import CalendarInfo, ObjectInfo, StoredObject
 from oxidav.calendars.timeutil import MAX_DATE_TIME as MAX_DT
 from oxidav.calendars.timeutil import MIN_DATE_TIME as MIN_DT
 from oxidav.calendars.timeutil import format_utc

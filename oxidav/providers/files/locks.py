@@ -29,13 +29,21 @@ is at most ``max_timeout`` seconds (``lock_max_timeout``; ``Infinite`` gets the 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Select, String, bindparam, literal_column, or_, select, text, type_coerce
+from sqlalchemy import (
+    BindParameter,
+    Select,
+    bindparam,
+    literal_column,
+    or_,
+    select,
+    text,
+    type_coerce,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 from wsgidav.dav_error import (
@@ -50,7 +58,7 @@ from wsgidav.lock_man.lock_manager import LockManager
 from oxidav.authz.lock_holders import LockHolders
 from oxidav.db import Database, Transaction, core
 from oxidav.db.models.tree import DavLock
-from oxidav.db.prepared import PreparedRead
+from oxidav.db.prepared import PreparedReadsByCount
 from oxidav.providers.dav.xml_input import XmlRefused, canonical, parse_xml, stored_xml
 from oxidav.tree import locks as rows
 
@@ -74,31 +82,15 @@ _LOCK_COLUMNS = (
 _SHARED_ADVISORY = text("SELECT pg_advisory_xact_lock_shared(:key)")
 #: Ancestor counts up to this get a prepared statement; deeper URLs use a session.
 PREPARED_DEPTH_MAX = 32
-_prepared: dict[int, PreparedRead] = {}
-_prepared_lock = threading.Lock()
 
 
-def _locks_at_read(count: int) -> PreparedRead:
-    """The live locks rooted at one of ``count`` URLs (``:root0`` …), oldest first."""
-    found = _prepared.get(count)
-    if found is None:
-        roots = [bindparam(f"root{i}", type_=String()) for i in range(count)]
-        alive = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
-        statement: Select[*tuple[Any, ...]] = (
-            select(*_LOCK_COLUMNS)
-            .where(DavLock.root.in_(roots), alive)
-            .order_by(DavLock.created_at)
-        )
-        with _prepared_lock:
-            found = _prepared.setdefault(count, PreparedRead(statement))
-    return found
+def _locks_at(roots: list[BindParameter[str]]) -> Select[*tuple[Any, ...]]:
+    """The live locks rooted at one of ``roots`` (``:root0`` …), oldest first."""
+    alive = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
+    return select(*_LOCK_COLUMNS).where(DavLock.root.in_(roots), alive).order_by(DavLock.created_at)
 
 
-def _roots_params(roots: list[str]) -> dict[str, Any]:
-    """The parameters of ``_locks_at_read(len(roots))``."""
-    params: dict[str, Any] = {f"root{i}": root for i, root in enumerate(roots)}
-    params["now"] = time.time()
-    return params
+_LOCKS_AT = PreparedReadsByCount("root", _locks_at)
 
 
 def _ancestors(root: str) -> list[str]:
@@ -205,7 +197,9 @@ class DbLockStorage:
         """Live locks rooted at any of ``roots`` (normalized), plus those strictly below
         ``below``, in one query."""
         if below is None and 0 < len(roots) <= PREPARED_DEPTH_MAX:
-            found = _locks_at_read(len(roots)).rows(self.db, _roots_params(roots))
+            found = _LOCKS_AT.for_count(len(roots)).rows(
+                self.db, _LOCKS_AT.params(roots, now=time.time())
+            )
             return self.standing([dict(zip(_LOCK_KEYS, row, strict=True)) for row in found])
         with self.db.read() as session:
             locks = rows.list_locks_at(session, roots, below)
@@ -221,7 +215,11 @@ class DbLockStorage:
         if not self.db.is_sqlite:
             connection.execute(_SHARED_ADVISORY, {"key": _ADVISORY_KEY})
         if 0 < len(roots) <= PREPARED_DEPTH_MAX:
-            found = _locks_at_read(len(roots)).run(connection, _roots_params(roots)).rows
+            found = (
+                _LOCKS_AT.for_count(len(roots))
+                .run(connection, _LOCKS_AT.params(roots, now=time.time()))
+                .rows
+            )
             locks = [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
         else:
             locks = rows.list_locks_at(connection, roots)
