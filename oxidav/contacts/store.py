@@ -10,12 +10,15 @@ rows, and logs the change for sync-collection (``oxidav.sync``, kind ``addressbo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import blake3
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -30,7 +33,12 @@ from oxidav.contacts.errors import (
 from oxidav.contacts.evaluate import card_matches
 from oxidav.contacts.filters import Filter
 from oxidav.contacts.index import index_entries
-from oxidav.contacts.prefilter import prefilter_clause
+from oxidav.contacts.prefilter import (
+    Shape,
+    parameter_count,
+    prefilter,
+    prefilter_condition,
+)
 from oxidav.contacts.validate import ParsedCard, parse_card
 from oxidav.contacts.vcard import VCardSyntaxError, parse_vcards
 from oxidav.db import Database, utcnow
@@ -422,22 +430,70 @@ class ContactStore:
         """The cards matching ``flt`` (RFC 6352 §8.6), by name, at most ``limit``.
 
         Candidates come from the SQL pre-filter (``prefilter``); each is parsed and checked
-        exactly (``evaluate``). Rows are streamed in batches, so memory holds the matches, not
-        the book.
+        exactly (``evaluate``). Candidates are read in pages of ``QUERY_BATCH`` by name, so
+        memory holds the matches, not the book.
         """
-        stmt = select(*_INFO_COLUMNS, Card.vcard).where(Card.addressbook_id == book_id)
-        clause = prefilter_clause(book_id, flt)
-        if clause is not None:
-            stmt = stmt.where(clause)
-        stmt = stmt.order_by(Card.name).execution_options(yield_per=QUERY_BATCH)
         matches: list[StoredCard] = []
-        with self.db.read() as session:
-            for row in session.execute(stmt):
-                if _row_matches(row.vcard, flt):
-                    if limit is not None and len(matches) >= limit:
-                        return QueryResult(matches, truncated=True)
-                    matches.append(StoredCard(*row))
+        for row in self._candidates(book_id, flt):
+            if _row_matches(row[-1], flt):
+                if limit is not None and len(matches) >= limit:
+                    return QueryResult(matches, truncated=True)
+                matches.append(StoredCard(*row))
         return QueryResult(matches, truncated=False)
+
+    def _candidates(self, book_id: int, flt: Filter) -> Iterator[tuple[Any, ...]]:
+        """The rows (info columns, then the vCard) that pass the pre-filter, by name: one
+        prepared read per page (each page is its own consistent snapshot)."""
+        found = prefilter(flt)
+        read = _CANDIDATES.read(found.shape if found is not None else None)
+        params: dict[str, object] = {"book": book_id, "after": ""}
+        if found is not None:
+            params.update(found.params)
+        while True:
+            rows = read.rows(self.db, params)
+            yield from rows
+            if len(rows) < QUERY_BATCH:
+                return
+            params["after"] = rows[-1][0]
+
+
+class _CandidateReads:
+    """One ``PreparedRead`` per pre-filter shape (None: no pre-filter), compiled on first use.
+    At most ``KEPT`` shapes are kept, the least recently used leaving first; a shape of more
+    than ``LARGEST_KEPT`` parameters (a filter of many text-matches) is built for its one use."""
+
+    KEPT = 64
+    LARGEST_KEPT = 32
+
+    def __init__(self) -> None:
+        self._reads: OrderedDict[Shape | None, PreparedRead] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, shape: Shape | None) -> PreparedRead:
+        with self._lock:
+            found = self._reads.get(shape)
+            if found is not None:
+                self._reads.move_to_end(shape)
+                return found
+        made = PreparedRead(_candidates_statement(shape))
+        if shape is None or parameter_count(shape) <= self.LARGEST_KEPT:
+            with self._lock:
+                self._reads[shape] = made
+                while len(self._reads) > self.KEPT:
+                    self._reads.popitem(last=False)
+        return made
+
+
+def _candidates_statement(shape: Shape | None) -> Select[*tuple[Any, ...]]:
+    statement = select(*_INFO_COLUMNS, Card.vcard).where(
+        Card.addressbook_id == bindparam("book"), Card.name > bindparam("after")
+    )
+    if shape is not None:
+        statement = statement.where(prefilter_condition(shape))
+    return statement.order_by(Card.name).limit(QUERY_BATCH)
+
+
+_CANDIDATES = _CandidateReads()
 
 
 def _row_matches(text: str, flt: Filter) -> bool:

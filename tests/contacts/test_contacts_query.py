@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from oxidav.contacts.evaluate import card_matches
 from oxidav.contacts.filters import parse_filter
-from oxidav.contacts.prefilter import prefilter_clause
-from oxidav.contacts.store import ContactStore
+from oxidav.contacts.prefilter import prefilter, prefilter_condition
+from oxidav.contacts.store import QUERY_BATCH, ContactStore
 from oxidav.contacts.vcard import parse_vcards
 from oxidav.db import Database
 from oxidav.db.models.contacts import Card
@@ -104,6 +104,21 @@ def test_limit_truncates(store: ContactStore, user: int) -> None:
     assert none.cards == [] and not none.truncated
 
 
+def test_a_book_larger_than_a_page_is_read_whole_in_name_order(
+    store: ContactStore, user: int
+) -> None:
+    book = store.create_collection(user, "big")
+    count = 2 * QUERY_BATCH + 5
+    for i in range(count):
+        emails = (f"p{i}@even.test",) if i % 2 == 0 else ()
+        store.put_object(book.id, f"c{i:04}.vcf", card(f"c{i}", f"Person {i}", emails=emails))
+    assert names(store.query(book.id, flt(""))) == [f"c{i:04}.vcf" for i in range(count)]
+    even = [f"c{i:04}.vcf" for i in range(0, count, 2)]
+    assert names(store.query(book.id, flt(pf("EMAIL", tm("@even"))))) == even
+    limited = store.query(book.id, flt(pf("EMAIL")), limit=QUERY_BATCH + 1)
+    assert names(limited) == even[: QUERY_BATCH + 1] and limited.truncated
+
+
 def test_prefilter_selects_only_candidates(
     store: ContactStore, user: int, database: Database
 ) -> None:
@@ -115,19 +130,34 @@ def test_prefilter_selects_only_candidates(
         store.put_object(
             book.id, f"n{i}.vcf", card(f"n{i}", f"Filler {i}", emails=(f"f{i}@filler.test",))
         )
-    clause = prefilter_clause(book.id, flt(pf("EMAIL", tm("example"))))
-    assert clause is not None
+    found = prefilter(flt(pf("EMAIL", tm("example"))))
+    assert found is not None
     with database.read() as session:
         candidates = (
-            session.execute(select(Card.name).where(Card.addressbook_id == book.id, clause))
+            session.execute(
+                select(Card.name).where(
+                    Card.addressbook_id == book.id, prefilter_condition(found.shape)
+                ),
+                {"book": book.id, **found.params},
+            )
             .scalars()
             .all()
         )
     # For i;unicode-casemap the pre-filter is exact: no card is parsed in vain.
     assert sorted(candidates) == ["alice.vcf", "bob.vcf"]
-    assert prefilter_clause(book.id, flt(pf("EMAIL", tm("x", negate=True)))) is not None  # exists
-    assert prefilter_clause(book.id, flt(pf("EMAIL", "<C:is-not-defined/>"))) is None
-    assert prefilter_clause(book.id, flt(pf("EMAIL", tm("a")) + pf("TITLE"))) is None  # anyof
+    assert prefilter(flt(pf("EMAIL", tm("x", negate=True)))) is not None  # exists
+    assert prefilter(flt(pf("EMAIL", "<C:is-not-defined/>"))) is None
+    assert prefilter(flt(pf("EMAIL", tm("a")) + pf("TITLE"))) is None  # anyof
+
+
+def test_filters_of_one_shape_share_a_statement_with_their_own_values() -> None:
+    first = prefilter(flt(pf("EMAIL", tm("alice")) + pf("FN", tm("x", match="equals"))))
+    second = prefilter(flt(pf("EMAIL", tm("bob")) + pf("FN", tm("y", match="equals"))))
+    assert first is not None and second is not None
+    assert first.shape == second.shape
+    assert first.params != second.params
+    other = prefilter(flt(pf("EMAIL", tm("alice")) + pf("FN", tm("x", match="contains"))))
+    assert other is not None and other.shape != first.shape
 
 
 ALPHABET = [
