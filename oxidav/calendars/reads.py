@@ -116,10 +116,6 @@ def calendar_at(db: Database, user_id: int, uri: str) -> CalendarInfo | None:
     )
 
 
-#: Up to this many names, ``object_infos_named`` serves ``CalendarStore.object_infos``.
-FEW_NAMES = 32
-
-
 def _infos_named(
     names: list[BindParameter[str]],
 ) -> Select[str, str, int, str, str, datetime]:
@@ -134,6 +130,6 @@ _INFOS_NAMED = PreparedReadsByCount("name", _infos_named)
 def object_infos_named(
     db: Database, calendar_id: int, names: Sequence[str]
 ) -> dict[str, ObjectInfo]:
-    """The metadata of the objects of ``calendar_id`` among ``names`` (at most ``FEW_NAMES``)."""
+    """The metadata of the objects of ``calendar_id`` among ``names``."""
     rows = _INFOS_NAMED.rows(db, names, calendar_id=calendar_id)
     return {row[0]: ObjectInfo(*row) for row in rows}

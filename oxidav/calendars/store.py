@@ -31,7 +31,6 @@ from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.filters import CompFilter, TimeRange
 from oxidav.calendars.freebusy import BusyTime, collect_busy, format_freebusy
 from oxidav.calendars.reads import (
-    FEW_NAMES,
     OBJECT_INFO_COLUMNS,
     CalendarInfo,
     ObjectInfo,
@@ -264,23 +263,9 @@ class CalendarStore:
             return [ObjectInfo(*row) for row in rows]
 
     def object_infos(self, calendar_id: int, names: Collection[str]) -> dict[str, ObjectInfo]:
-        """The named objects' metadata (no data): up to ``FEW_NAMES`` names with a statement
-        built once per count (a sync-collection of a few changes), more in batches of 500
-        names per query."""
-        wanted = list(names)
-        if len(wanted) <= FEW_NAMES:
-            return object_infos_named(self.db, calendar_id, wanted)
-        found: dict[str, ObjectInfo] = {}
-        with self.db.read() as session:
-            for start in range(0, len(wanted), 500):
-                rows = session.execute(
-                    select(*OBJECT_INFO_COLUMNS).where(
-                        CalendarObject.calendar_id == calendar_id,
-                        CalendarObject.name.in_(wanted[start : start + 500]),
-                    )
-                ).all()
-                found.update({row[0]: ObjectInfo(*row) for row in rows})
-        return found
+        """The named objects' metadata (no data), with statements built once
+        (``object_infos_named``)."""
+        return object_infos_named(self.db, calendar_id, list(names))
 
     def object(self, calendar_id: int, name: str) -> StoredObject | None:
         found = self.objects_named(calendar_id, [name])

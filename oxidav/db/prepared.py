@@ -18,7 +18,10 @@ Python-side column defaults to compute (every such column is given): anything el
 ``Connection.execute`` unchanged.
 
 ``PreparedReadsByCount`` keeps one ``PreparedRead`` per length of an IN list of names (the
-locks rooted at a URL's ancestors, a few named calendar objects).
+locks rooted at a URL's ancestors, named calendar objects). Lists longer than ``EXACT_UP_TO``
+are padded with their last value to the next power of two (an IN list means the same with a
+value repeated), and read ``MOST`` values at a time, so at most a handful of statements are
+ever compiled for them.
 
 ``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
 or HEAD (the node at a path) and the lock check of a large PUT, without a session, a
@@ -163,7 +166,11 @@ class PreparedRead(Prepared):
 class PreparedReadsByCount:
     """One ``PreparedRead`` per length of an IN list, built on first use: ``build`` makes the
     statement from the list's bind parameters (``:{name}0``, ``:{name}1`` …, strings), and
-    ``params`` spreads the values over them."""
+    ``params`` spreads the values over them. Lengths above ``EXACT_UP_TO`` are rounded up to
+    a power of two, at most ``MOST`` (module docstring)."""
+
+    EXACT_UP_TO = 32
+    MOST = 512
 
     def __init__(
         self, name: str, build: Callable[[list[BindParameter[str]]], ClauseElement]
@@ -188,8 +195,22 @@ class PreparedReadsByCount:
         return spread
 
     def rows(self, db: Database, values: Sequence[str], **others: Any) -> list[tuple[Any, ...]]:
-        """The rows of the statement for ``values`` (and ``others``), as ``PreparedRead``."""
-        return self.for_count(len(values)).rows(db, self.params(values, **others))
+        """The rows of the statement for ``values`` (and ``others``), as ``PreparedRead``,
+        ``MOST`` values per read (each read is its own snapshot)."""
+        found: list[tuple[Any, ...]] = []
+        for start in range(0, max(len(values), 1), self.MOST):
+            part = _padded(values[start : start + self.MOST], self.EXACT_UP_TO)
+            found.extend(self.for_count(len(part)).rows(db, self.params(part, **others)))
+        return found
+
+
+def _padded(values: Sequence[str], exact_up_to: int) -> Sequence[str]:
+    """``values``, or, above ``exact_up_to`` of them, padded with the last one to a power of
+    two."""
+    if len(values) <= exact_up_to:
+        return values
+    size = 1 << (len(values) - 1).bit_length()
+    return [*values, *([values[-1]] * (size - len(values)))]
 
 
 def _execute(

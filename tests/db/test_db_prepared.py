@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from oxidav.db import Database, core
 from oxidav.db.models.blobs import BlobChunk
-from oxidav.db.prepared import Prepared
+from oxidav.db.prepared import Prepared, PreparedReadsByCount
 from tests.support.engine_events import recorded_statements
 
 _chunks = BlobChunk.__table__
@@ -86,3 +86,22 @@ def test_a_column_default_to_compute_runs_through_sqlalchemy(database: Database)
     with database.write() as session:
         created = INSERT.run(core(session), row).one()[3]
     assert created >= before - timedelta(seconds=1)
+
+
+_BY_KEYS = PreparedReadsByCount(
+    "key", lambda keys: select(_chunks.c.hash).where(_chunks.c.hash.in_(keys))
+)
+
+
+@pytest.mark.parametrize("asked", [0, 1, 32, 33, 100, 512, 513, 1200])
+def test_reads_by_count_answer_exactly_the_listed_values(database: Database, asked: int) -> None:
+    """Long lists are padded to a power of two and read 512 at a time: the rows are still
+    exactly those of the listed values, once each, and few statements are compiled."""
+    stored = [f"{i:064x}" for i in range(0, 2000, 2)]
+    with database.write() as session:
+        for key in stored:
+            INSERT.run(core(session), _row(key))
+    listed = [f"{i:064x}" for i in range(asked)]  # every other one is stored
+    rows = _BY_KEYS.rows(database, listed)
+    assert sorted(row[0] for row in rows) == [key for key in listed if key in set(stored)]
+    assert all(count <= 32 or count & (count - 1) == 0 for count in _BY_KEYS._made)
