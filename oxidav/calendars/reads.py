@@ -8,7 +8,7 @@ named objects (a sync-collection of a few changes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 
@@ -133,3 +133,30 @@ def object_infos_named(
     """The metadata of the objects of ``calendar_id`` among ``names``."""
     rows = _INFOS_NAMED.rows(db, names, calendar_id=calendar_id)
     return {row[0]: ObjectInfo(*row) for row in rows}
+
+
+#: Objects read at a time by ``object_info_pages``.
+INFO_PAGE = 500
+
+_INFO_PAGE = PreparedRead(
+    select(*OBJECT_INFO_COLUMNS)
+    .where(
+        CalendarObject.calendar_id == bindparam("calendar_id"),
+        CalendarObject.name > bindparam("after"),
+    )
+    .order_by(CalendarObject.name)
+    .limit(INFO_PAGE)
+)
+
+
+def object_info_pages(db: Database, calendar_id: int) -> Iterator[list[ObjectInfo]]:
+    """The metadata of every object of ``calendar_id``, by name, ``INFO_PAGE`` at a time (each
+    page is its own snapshot)."""
+    after = ""
+    while True:
+        rows = _INFO_PAGE.rows(db, {"calendar_id": calendar_id, "after": after})
+        if rows:
+            yield [ObjectInfo(*row) for row in rows]
+        if len(rows) < INFO_PAGE:
+            return
+        after = rows[-1][0]

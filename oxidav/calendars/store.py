@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
@@ -37,6 +37,7 @@ from oxidav.calendars.reads import (
     StoredObject,
     calendar_at,
     components_of,
+    object_info_pages,
     object_infos_named,
 )
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
@@ -266,6 +267,10 @@ class CalendarStore:
         """The named objects' metadata (no data), with statements built once
         (``object_infos_named``)."""
         return object_infos_named(self.db, calendar_id, list(names))
+
+    def every_object_info(self, calendar_id: int) -> Iterator[list[ObjectInfo]]:
+        """Every object's metadata (no data), by name, a page at a time (a first sync)."""
+        return object_info_pages(self.db, calendar_id)
 
     def object(self, calendar_id: int, name: str) -> StoredObject | None:
         found = self.objects_named(calendar_id, [name])

@@ -14,7 +14,7 @@ query for all the shared calendars' rows.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
@@ -243,6 +243,12 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
             else store.object_infos(self.info.id, names)
         )
         return {name: self.member_properties(request, obj) for name, obj in objects.items()}
+
+    def sync_every_member(self, prop: etree._Element | None) -> Iterator[tuple[str, Any]]:
+        request = CalendarPropRequest(prop)
+        for page in self.backend.store.every_object_info(self.info.id):
+            for obj in page:
+                yield obj.name, self.member_properties(request, obj)
 
     # --- MultigetReport (oxidav.providers.dav.reports) ---------------------------------------
 

@@ -9,6 +9,11 @@ the one that applies.
 The answer is streamed (``multistatus``): members are loaded a batch of changes at a time,
 ``CONTENT_BATCH`` when their content (calendar-data, address-data) is asked for, so a first
 sync of a large collection holds a batch of objects, not the collection.
+
+A first sync (empty token, no limit, no content asked) of a collection that is also a
+``WholeSync`` reads the current token, then the members themselves, a page at a time, instead
+of the change log's list of every member and a lookup of each. A member changed between the
+two reads is reported again by the next sync from that token, as RFC 6578 §3.2 allows.
 """
 
 from __future__ import annotations
@@ -62,6 +67,21 @@ class SyncCollection(Protocol):
         ...
 
 
+@runtime_checkable
+class WholeSync(Protocol):
+    """A ``SyncCollection`` that can also list every member with its properties (a first
+    sync)."""
+
+    def sync_token(self) -> str:
+        """The collection's current DAV:sync-token."""
+        ...
+
+    def sync_every_member(self, prop: etree._Element | None) -> Iterator[tuple[str, Any]]:
+        """Every member's name and ``(property name, value)`` list, as
+        ``sync_member_responses`` gives them; no content property is asked."""
+        ...
+
+
 class SyncCollectionReport:
     """RFC 6578 §3.2 for the collections of one ``resource_type``."""
 
@@ -87,6 +107,14 @@ class SyncCollectionReport:
         if level not in ("1", "infinite"):
             raise DAVError(HTTP_BAD_REQUEST, "sync-level must be 1 or infinite")
         limit = nresults(body.find("{DAV:}limit"))
+        prop = body.find("{DAV:}prop")
+        if (
+            not token
+            and limit is None
+            and not _asks_content(prop)
+            and isinstance(resource, WholeSync)
+        ):
+            return send_multistatus(environ, start_response, _every_member(resource, prop))
         try:
             changes = resource.sync_changes(token or None, limit)
         except InvalidSyncToken as exc:
@@ -95,7 +123,6 @@ class SyncCollectionReport:
                 str(exc),
                 err_condition=DAVErrorCondition("{DAV:}valid-sync-token"),
             ) from None
-        prop = body.find("{DAV:}prop")
         batch = CONTENT_BATCH if _asks_content(prop) else INFO_BATCH
 
         def pieces() -> Iterator[bytes]:
@@ -117,6 +144,14 @@ class SyncCollectionReport:
             yield element_bytes("{DAV:}sync-token", changes.token)
 
         return send_multistatus(environ, start_response, pieces())
+
+
+def _every_member(resource: Any, prop: etree._Element | None) -> Iterator[bytes]:
+    """A first sync's answer: the token read first, then every member (module docstring)."""
+    token = resource.sync_token()
+    for name, props in resource.sync_every_member(prop):
+        yield response_bytes(resource.sync_member_href(name), props)
+    yield element_bytes("{DAV:}sync-token", token)
 
 
 def _asks_content(prop: etree._Element | None) -> bool:
