@@ -119,6 +119,17 @@ def test_a_book_larger_than_a_page_is_read_whole_in_name_order(
     assert names(limited) == even[: QUERY_BATCH + 1] and limited.truncated
 
 
+def test_a_card_with_a_long_indexed_value_is_stored_and_found(
+    store: ContactStore, user: int
+) -> None:
+    """No index entry limit refuses it (PostgreSQL's B-tree entries are limited to ~2.7 kB;
+    its card index does not hold the value)."""
+    book = store.create_collection(user, "long")
+    long_name = "Long " + "x" * 20_000 + " Name"
+    store.put_object(book.id, "long.vcf", card("long", long_name))
+    assert names(store.query(book.id, flt(pf("FN", tm("x name"))))) == ["long.vcf"]
+
+
 def test_prefilter_selects_only_candidates(
     store: ContactStore, user: int, database: Database
 ) -> None:

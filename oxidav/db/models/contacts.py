@@ -53,10 +53,19 @@ class Card(Base):
 class CardIndex(Base):
     """One indexed property instance of a card: ``value`` is its ``i;unicode-casemap`` key
     (``oxidav.collation.fold``). ``addressbook_id`` is repeated so that a query
-    scans the rows of one book and one property through the (book, prop) index."""
+    scans the rows of one book and one property through the (book, prop) index.
+
+    On SQLite that index is a covering one (book, prop, value, card): a text-match reads the
+    index alone. PostgreSQL does not get it: a B-tree entry there is limited to ~2.7 kB, and an
+    index holding ``value`` would refuse a card with a long indexed property."""
 
     __tablename__ = "card_index"
-    __table_args__ = (Index("ix_card_index_book_prop", "addressbook_id", "prop"),)
+    __table_args__ = (
+        Index("ix_card_index_book_prop", "addressbook_id", "prop").ddl_if(dialect="postgresql"),
+        Index("ix_card_index_book_prop_value", "addressbook_id", "prop", "value", "card_id").ddl_if(
+            dialect="sqlite"
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     card_id: Mapped[int] = mapped_column(ForeignKey("cards.id", ondelete="CASCADE"), index=True)
