@@ -5,13 +5,15 @@ working tree (or ``--after-src``), both as a user starts them, each on its own d
 loaded through HTTP with the same calendar of ``--events`` events and address book of
 ``--cards`` cards. Per round, in alternating order, the medians of ``--runs`` requests of
 ``dav_vs_xandikos.measure`` (sync-collection with an empty token and after 10 changes,
-calendar-multiget of 100, addressbook-query EMAIL text-match); both sides must give the same
-answers. Figures are requests per second (the inverse of the median); medians over
-``--rounds``. Exits 1 unless AFTER beats BEFORE on every figure ``--decide`` names (default:
-all; the others are shown: a change to one path is not judged on paths it does not touch).
+calendar-multiget of 100, addressbook-query EMAIL text-match), then the rate of ``--puts``
+further single event PUTs into the full calendar ("CalDAV PUT", each must answer 201); both
+sides must give the same answers. Figures are requests per second (the inverse of the
+median; for PUT, the rate); medians over ``--rounds``. Exits 1 unless AFTER beats BEFORE on
+every figure ``--decide`` names (default: all; the others are shown: a change to one path is
+not judged on paths it does not touch).
 
-    python -m bench dav_gate [--events 1000] [--cards 1000] [--rounds 3] [--before REV]
-        [--decide "sync empty token"]
+    python -m bench dav_gate [--events 1000] [--cards 1000] [--puts 200] [--rounds 3]
+        [--before REV] [--decide "sync empty token"]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from bench._revisions import REPO, add_side_options, before_source
 from bench._vs_radicale import PASSWORD, Client
+from bench.caldav_vs_radicale import put_each
 from bench.dav_vs_xandikos import OX_BOOK, OX_CAL, load, measure
 from tests.support.live import start_server_process
 
@@ -32,6 +35,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--cards", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--puts", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--decide", action="append", help="a figure that decides (repeatable)")
     add_side_options(parser)
@@ -57,11 +61,15 @@ def main(argv: list[str]) -> int:
                     client = Client(int(server.base_url.rsplit(":", 1)[1]))
                     load(client, OX_CAL, OX_BOOK, args.events, args.cards)
                     results = measure(client, OX_CAL, OX_BOOK, args.events, args.runs)
+                    fresh = range(args.events + 2000, args.events + 2000 + args.puts)
+                    put_rate = put_each(client, OX_CAL, fresh)
                 finally:
                     server.stop()
                 for figure, (median_ms, _p95, answer) in results.items():
                     figures[name].setdefault(figure, []).append(1000 / median_ms)
                     answers[name][figure] = answer
+                figures[name].setdefault("CalDAV PUT", []).append(put_rate)
+                answers[name]["CalDAV PUT"] = len(fresh)
     ok = answers["BEFORE"] == answers["AFTER"]
     print(f"{'figure (req/s)':22} {'BEFORE':>10} {'AFTER':>10} {'AFTER/BEFORE':>13}")
     for figure in figures["BEFORE"]:

@@ -8,7 +8,8 @@
 - ``caldata``: calendar-data in reports: partial data, expand, limit-recurrence-set.
 - ``freebusy``: the free-busy-query report.
 - ``store``: ``CalendarStore``, calendars and objects in the database, with sync tokens;
-  ``reads``: the records it hands out and its prepared single reads.
+  ``reads``: the records it hands out and its prepared single reads; ``object_rows``: the
+  row writes of a PUT (preconditions, UID uniqueness), as statements built once.
 - ``errors``: typed errors naming the RFC 4791 preconditions.
 """
 

@@ -30,6 +30,7 @@ from oxidav.calendars.errors import (
 from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.filters import CompFilter, TimeRange
 from oxidav.calendars.freebusy import BusyTime, collect_busy, format_freebusy
+from oxidav.calendars.object_rows import check_preconditions, put_row
 from oxidav.calendars.reads import (
     OBJECT_INFO_COLUMNS,
     CalendarInfo,
@@ -42,7 +43,7 @@ from oxidav.calendars.reads import (
 )
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
-from oxidav.db import Database, utcnow
+from oxidav.db import Database, core, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
 from oxidav.db.models.users import User
 from oxidav.sync import (
@@ -103,26 +104,6 @@ def _object_row(session: Session, calendar_id: int, name: str) -> CalendarObject
             CalendarObject.calendar_id == calendar_id, CalendarObject.name == name
         )
     ).scalar_one_or_none()
-
-
-def check_preconditions(
-    current_etag: str | None,
-    if_match: Sequence[str] | None,
-    if_none_match: Sequence[str] | None,
-) -> None:
-    """RFC 9110 §13.1.1-13.1.2 on a resource whose ETag is ``current_etag`` (None: missing).
-
-    ``if_match`` / ``if_none_match`` are the unquoted ETags of the header, or ``["*"]``."""
-    if if_match is not None and (
-        current_etag is None or ("*" not in if_match and current_etag not in if_match)
-    ):
-        raise PreconditionFailed("If-Match does not hold")
-    if (
-        if_none_match is not None
-        and current_etag is not None
-        and ("*" in if_none_match or current_etag in if_none_match)
-    ):
-        raise PreconditionFailed("If-None-Match does not hold")
 
 
 def _valid_segment(name: str) -> bool:
@@ -328,38 +309,10 @@ class CalendarStore:
         if_match: Sequence[str] | None,
         if_none_match: Sequence[str] | None,
     ) -> PutResult:
-        row = session.execute(
-            select(CalendarObject).where(
-                CalendarObject.calendar_id == calendar_id, CalendarObject.name == name
-            )
-        ).scalar_one_or_none()
-        check_preconditions(None if row is None else row.etag, if_match, if_none_match)
-        if row is not None and row.uid != valid.uid:
-            raise UidConflict("an overwrite must keep the object's UID", href=name)
-        other = session.execute(
-            select(CalendarObject.name).where(
-                CalendarObject.calendar_id == calendar_id,
-                CalendarObject.uid == valid.uid,
-                CalendarObject.name != name,
-            )
-        ).scalar_one_or_none()
-        if other is not None:
-            raise UidConflict(f"UID already used by {other}", href=other)
-        size = len(valid.text.encode("utf-8"))
-        if row is None:
-            row = CalendarObject(calendar_id=calendar_id, name=name, uid=valid.uid)
-            session.add(row)
-        created = row.id is None
-        row.component_type = valid.component_type
-        row.data = valid.text
-        row.etag = etag
-        row.size = size
-        row.first_start = valid.first_start
-        row.last_end = valid.last_end
-        row.modified_at = utcnow()
-        session.flush()
-        record_change(session, SYNC_KIND, calendar_id, name, "added" if created else "modified")
-        return PutResult(etag=etag, created=created)
+        written = put_row(core(session), calendar_id, name, valid, etag, if_match, if_none_match)
+        change: ChangeKind = "added" if written.created else "modified"
+        record_change(session, SYNC_KIND, calendar_id, name, change)
+        return PutResult(etag=etag, created=written.created)
 
     def delete_object(
         self, calendar_id: int, name: str, *, if_match: Sequence[str] | None = None

@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import Integer, and_, bindparam, delete, not_, select, update
+from sqlalchemy import Integer, and_, bindparam, delete, insert, not_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -75,17 +75,47 @@ def drop_collection(session: Session, kind: str, collection_id: int) -> None:
     )
 
 
+_BUMP = Prepared(
+    update(SyncCollection)
+    .where(
+        SyncCollection.kind == bindparam("k_kind"),
+        SyncCollection.collection_id == bindparam("k_collection"),
+    )
+    .values(seq=SyncCollection.seq + 1)
+    .returning(SyncCollection.seq)
+)
+_CHANGE_OF = Prepared(
+    select(SyncChange.id, SyncChange.removed, SyncChange.created_seq).where(
+        SyncChange.kind == bindparam("k_kind"),
+        SyncChange.collection_id == bindparam("k_collection"),
+        SyncChange.name == bindparam("k_name"),
+    )
+)
+_ADD_CHANGE = Prepared(
+    insert(SyncChange).values(
+        kind=bindparam("k_kind"),
+        collection_id=bindparam("k_collection"),
+        name=bindparam("k_name"),
+        seq=bindparam("k_seq"),
+        created_seq=bindparam("k_created"),
+        removed=bindparam("k_removed"),
+    )
+)
+_SET_CHANGE = Prepared(
+    update(SyncChange)
+    .where(SyncChange.id == bindparam("k_id"))
+    .values(
+        seq=bindparam("k_seq"), created_seq=bindparam("k_created"), removed=bindparam("k_removed")
+    )
+)
+
+
 def _bump(session: Session, kind: str, collection_id: int) -> int:
     """Increment the collection's counter and return the new value (creating it if needed)."""
-    stmt = (
-        update(SyncCollection)
-        .where(SyncCollection.kind == kind, SyncCollection.collection_id == collection_id)
-        .values(seq=SyncCollection.seq + 1)
-        .returning(SyncCollection.seq)
-    )
-    seq = session.execute(stmt).scalar_one_or_none()
-    if seq is not None:
-        return int(seq)
+    params = {"k_kind": kind, "k_collection": collection_id}
+    found = _BUMP.run(core(session), params).first()
+    if found is not None:
+        return int(found[0])
     try:
         with session.begin_nested():
             session.add(
@@ -93,41 +123,34 @@ def _bump(session: Session, kind: str, collection_id: int) -> int:
             )
     except IntegrityError:
         pass  # created concurrently; the update below waits for it
-    return int(session.execute(stmt).scalar_one())
+    return int(_BUMP.run(core(session), params).one()[0])
 
 
 def record_change(
     session: Session, kind: str, collection_id: int, name: str, change: ChangeKind
 ) -> int:
     """Log that member ``name`` was added, modified or removed; return the change's sequence
-    number (which is also the collection's new CTag value)."""
+    number (which is also the collection's new CTag value). Runs on the session's connection
+    with statements built once; call it after the session's own changes are flushed."""
     seq = _bump(session, kind, collection_id)
-    row = session.execute(
-        select(SyncChange).where(
-            SyncChange.kind == kind,
-            SyncChange.collection_id == collection_id,
-            SyncChange.name == name,
-        )
-    ).scalar_one_or_none()
+    connection = core(session)
+    key = {"k_kind": kind, "k_collection": collection_id, "k_name": name}
+    row = _CHANGE_OF.run(connection, key).first()
+    removed = change == "removed"
     if row is None:
         # A member unknown to the log existed before logging began: its life starts at 0.
         created = seq if change == "added" else 0
-        session.add(
-            SyncChange(
-                kind=kind,
-                collection_id=collection_id,
-                name=name,
-                seq=seq,
-                created_seq=created,
-                removed=change == "removed",
-            )
+        _ADD_CHANGE.run(
+            connection, {**key, "k_seq": seq, "k_created": created, "k_removed": removed}
         )
     else:
-        if change == "added" or (row.removed and change != "removed"):
-            row.created_seq = seq
-        row.seq = seq
-        row.removed = change == "removed"
-    session.flush()
+        change_id, was_removed, created = row
+        if change == "added" or (was_removed and not removed):
+            created = seq
+        _SET_CHANGE.run(
+            connection,
+            {"k_id": change_id, "k_seq": seq, "k_created": created, "k_removed": removed},
+        )
     return seq
 
 

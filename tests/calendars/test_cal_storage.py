@@ -206,6 +206,38 @@ def test_transfer_moves_and_copies_with_preconditions(store: CalendarStore) -> N
         store.transfer(work, "nope.ics", other, "n.ics", move=True)
 
 
+def test_concurrent_conditional_puts_of_one_object_let_one_win(store: CalendarStore) -> None:
+    """Four clients replace one object with If-Match on the ETag they all read: one wins,
+    the others get 412 (PostgreSQL locks the row; SQLite has one writer), and the object and
+    its change log are the winner's."""
+    import threading
+
+    cal = store.create_collection(1, "lost-update")
+    first = store.put_object(cal, "o.ics", ev("one-uid"))
+    token = store.sync_token(cal.id)
+    barrier = threading.Barrier(4)
+    outcomes: dict[int, str] = {}
+
+    def writer(n: int) -> None:
+        body = ev("one-uid", "20260105T100000Z", f"SUMMARY:writer {n}")
+        barrier.wait()
+        try:
+            outcomes[n] = store.put_object(cal, "o.ics", body, if_match=[first.etag]).etag
+        except errors.PreconditionFailed:
+            outcomes[n] = "412"
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [etag for etag in outcomes.values() if etag != "412"]
+    assert len(winners) == 1 and len(outcomes) == 4
+    assert store.objects(cal.id)[0].etag == winners[0]
+    changes = store.changes_since(cal.id, token).changes
+    assert [(c.name, c.kind) for c in changes] == [("o.ics", "modified")]
+
+
 def test_concurrent_puts_of_one_uid_leave_one_object(store: CalendarStore) -> None:
     import threading
 
