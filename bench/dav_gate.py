@@ -5,12 +5,12 @@ working tree (or ``--after-src``), both as a user starts them, each on its own d
 loaded through HTTP with the same calendar of ``--events`` events and address book of
 ``--cards`` cards. Per round, in alternating order, the medians of ``--runs`` requests of
 ``dav_vs_xandikos.measure`` (sync-collection with an empty token and after 10 changes,
-calendar-multiget of 100, addressbook-query EMAIL text-match), then the rate of ``--puts``
-further single event PUTs into the full calendar ("CalDAV PUT", each must answer 201); both
-sides must give the same answers. Figures are requests per second (the inverse of the
-median; for PUT, the rate); medians over ``--rounds``. Exits 1 unless AFTER beats BEFORE on
-every figure ``--decide`` names (default: all; the others are shown: a change to one path is
-not judged on paths it does not touch).
+calendar-multiget of 100, address book sync-collection with an empty token, addressbook-query
+EMAIL text-match), then the rate of ``--puts`` further single event PUTs into the full calendar
+("CalDAV PUT", each must answer 201); both sides must give the same answers. Figures are
+requests per second (the inverse of the median; for PUT, the rate); medians over ``--rounds``.
+Exits 1 unless AFTER beats BEFORE on every figure ``--decide`` names (default: all; the others
+are shown: a change to one path is not judged on paths it does not touch).
 
     python -m bench dav_gate [--events 1000] [--cards 1000] [--puts 200] [--rounds 3]
         [--before REV] [--decide "sync empty token"]

@@ -10,6 +10,7 @@ one keep-alive connection, one warm-up and ``--runs`` timed requests (median; p9
 - sync-collection from a token taken before 10 changes (5 modified, 3 added, 2 deleted);
 - sync-collection with an empty token (every member);
 - calendar-multiget of 100 objects (its p95 against its median);
+- sync-collection of the address book with an empty token (every card; no target);
 - addressbook-query, EMAIL text-match contains (one card);
 
 and the rate of ``--puts`` further single event PUTs into the full calendar, on oxidav and on
@@ -113,6 +114,9 @@ def measure(
     hrefs = "".join(f"<D:href>{calendar}{name(i)}</D:href>" for i in range(0, events, step))
     results["multiget 100"] = timed(
         client, calendar, MULTIGET.format(hrefs=hrefs), runs, event_uids
+    )
+    results["card sync empty token"] = timed(
+        client, book, SYNC.format(token=""), runs, changed_only
     )
     results["card text-match"] = timed(
         client, book, CARD_QUERY.format(needle="person00042@"), runs, card_uids

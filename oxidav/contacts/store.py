@@ -137,6 +137,15 @@ _BOOK_AT = PreparedRead(
 
 _INFO_COLUMNS = (Card.name, Card.etag, Card.size, Card.uid, Card.version, Card.modified_at)
 
+#: Cards read at a time by ``ContactStore.every_card_info``.
+INFO_PAGE = 500
+_INFO_PAGE = PreparedRead(
+    select(*_INFO_COLUMNS)
+    .where(Card.addressbook_id == bindparam("book"), Card.name > bindparam("after"))
+    .order_by(Card.name)
+    .limit(INFO_PAGE)
+)
+
 
 class ContactStore:
     """Address books and cards in the database. ``max_resource_bytes`` bounds a card
@@ -248,6 +257,18 @@ class ContactStore:
                 select(*_INFO_COLUMNS).where(Card.addressbook_id == book_id).order_by(Card.name)
             )
             return [CardInfo(*row) for row in rows]
+
+    def every_card_info(self, book_id: int) -> Iterator[list[CardInfo]]:
+        """Every card's metadata (no vCard), by name, ``INFO_PAGE`` at a time (a first sync;
+        each page is its own snapshot)."""
+        params: dict[str, object] = {"book": book_id, "after": ""}
+        while True:
+            rows = _INFO_PAGE.rows(self.db, params)
+            if rows:
+                yield [CardInfo(*row) for row in rows]
+            if len(rows) < INFO_PAGE:
+                return
+            params["after"] = rows[-1][0]
 
     def object_count(self, book_id: int) -> int:
         with self.db.read() as session:

@@ -14,7 +14,7 @@ the shared books' rows.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from lxml import etree
@@ -157,6 +157,12 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         request = PropRequest(prop)
         cards = self.load_members(names)
         return {name: self.member_properties(request, card) for name, card in cards.items()}
+
+    def sync_every_member(self, prop: etree._Element | None) -> Iterator[tuple[str, Any]]:
+        request = PropRequest(prop)
+        for page in self.backend.store.every_card_info(self.info.id):
+            for card in page:
+                yield card.name, self.member_properties(request, card)
 
     # --- MultigetReport (oxidav.providers.dav.reports) ---------------------------------------
 

@@ -70,7 +70,7 @@ class SyncCollection(Protocol):
 @runtime_checkable
 class WholeSync(Protocol):
     """A ``SyncCollection`` that can also list every member with its properties (a first
-    sync)."""
+    sync): calendars and address books."""
 
     def sync_token(self) -> str:
         """The collection's current DAV:sync-token."""
