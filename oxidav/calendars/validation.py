@@ -39,6 +39,7 @@ from oxidav.calendars.index import time_bounds
 from oxidav.calendars.recurrence import RECURRING_COMPONENTS, validate_recurrence
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, to_utc
+from oxidav.xml_chars import first_xml_invalid
 
 #: Component types a calendar object resource may hold (besides VTIMEZONE).
 KNOWN_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL", "VFREEBUSY"})
@@ -59,11 +60,15 @@ class ValidObject:
 
 
 def parse_calendar(data: bytes | str) -> icalendar.Calendar:
-    """Parse exactly one VCALENDAR; raise ``InvalidCalendarData`` otherwise."""
+    """Parse exactly one VCALENDAR; raise ``InvalidCalendarData`` otherwise (also for a
+    character XML cannot carry: a stored object must always fit in a REPORT's answer)."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError:
         raise InvalidCalendarData("calendar data is not UTF-8") from None
+    bad = first_xml_invalid(text)
+    if bad is not None:
+        raise InvalidCalendarData(f"calendar data contains the control character {bad!r}")
     _check_nesting(text)
     try:
         components = icalendar.Calendar.from_ical(text, multiple=True)

@@ -7,17 +7,15 @@ text is what gets stored; ``ParsedCard`` carries it with the parsed form and the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from oxidav.contacts.errors import CardTooLargeError, InvalidCardError, UnsupportedCardError
 from oxidav.contacts.vcard import VCard, VCardSyntaxError, parse_vcards
+from oxidav.xml_chars import first_xml_invalid
 
 SUPPORTED_VERSIONS = ("3.0", "4.0")
 #: Longest UID accepted: it is a unique-indexed column, and B-tree keys have a size limit.
 MAX_UID_LENGTH = 512
-#: Characters XML 1.0 cannot carry (a card travels inside address-data elements).
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 @dataclass(frozen=True)
@@ -51,9 +49,9 @@ def parse_card(data: bytes | str, max_bytes: int) -> ParsedCard:
             raise InvalidCardError("the vCard is not UTF-8 text") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    bad = _XML_INVALID.search(text)
+    bad = first_xml_invalid(text)
     if bad is not None:
-        raise InvalidCardError(f"the vCard contains the control character {bad.group()!r}")
+        raise InvalidCardError(f"the vCard contains the control character {bad!r}")
     try:
         cards = parse_vcards(text)
     except VCardSyntaxError as exc:

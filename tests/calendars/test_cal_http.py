@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from lxml import etree
+from sqlalchemy import text
 
 CAL = "urn:ietf:params:xml:ns:caldav"
 CS = "http://calendarserver.org/ns/"
@@ -208,6 +209,33 @@ def test_put_preconditions_have_xml_bodies(live_server, cal) -> None:
     assert error_condition(wrong_type) == f"{{{CAL}}}supported-calendar-data"
     assert live_server.request("DELETE", cal + "none.ics", None, {"If-Match": '"x"'}).status == 412
     assert live_server.request("DELETE", cal + "none.ics").status == 404
+
+
+def _multiget_data(live_server, cal: str, name: str):
+    body = (
+        f'<C:calendar-multiget xmlns:D="DAV:" xmlns:C="{CAL}"><D:prop><C:calendar-data/>'
+        f"</D:prop><D:href>{cal}{name}</D:href></C:calendar-multiget>"
+    )
+    return live_server.request("REPORT", cal, body, {"Depth": "1"})
+
+
+def test_a_control_character_is_refused_and_one_stored_before_still_reads(live_server, cal) -> None:
+    """XML cannot carry U+0001, and a stored object travels inside calendar-data: the PUT is
+    refused; one stored before that rule is answered with U+FFFD in its place."""
+    refused = put(live_server, cal + "ctl.ics", ics("ctl", extra="SUMMARY:a\x01b\r\n"))
+    assert refused.status == 403
+    assert error_condition(refused) == f"{{{CAL}}}valid-calendar-data"
+    assert put(live_server, cal + "old.ics", ics("old", extra="SUMMARY:ab\r\n")).status == 201
+    assert live_server.services is not None
+    with live_server.services.db.write() as session:
+        session.execute(
+            text("UPDATE calendar_objects SET data = replace(data, 'SUMMARY:ab', :bad)"),
+            {"bad": "SUMMARY:a\x01b"},
+        )
+    answer = _multiget_data(live_server, cal, "old.ics")
+    assert answer.status == 207
+    data = etree.fromstring(answer.body).findtext(f".//{{{CAL}}}calendar-data")
+    assert data is not None and "SUMMARY:a\ufffdb" in data
 
 
 def test_get_returns_the_stored_bytes_and_etag(live_server, cal) -> None:

@@ -14,6 +14,7 @@ from lxml import etree
 from wsgidav.dav_error import DAVErrorCondition
 
 from oxidav.providers.dav.request_server import supported_reports
+from oxidav.xml_chars import replace_xml_invalid
 
 CALSERVER_NS = "http://calendarserver.org/ns/"
 CS = f"{{{CALSERVER_NS}}}"
@@ -57,8 +58,13 @@ def href_element(tag: str, *hrefs: str) -> etree._Element:
 
 
 def text_element(tag: str, text: str) -> etree._Element:
+    """``<tag>text</tag>``. A character XML cannot carry (stored before writes refused them)
+    is answered as U+FFFD, so the rest of the answer is still sent."""
     element = etree.Element(tag)
-    element.text = text
+    try:
+        element.text = text
+    except ValueError:
+        element.text = replace_xml_invalid(text)
     return element
 
 
