@@ -36,7 +36,7 @@ from oxidav.calendars.errors import (
     UnsupportedComponent,
 )
 from oxidav.calendars.index import time_bounds
-from oxidav.calendars.recurrence import RECURRING_COMPONENTS, validate_recurrence
+from oxidav.calendars.recurrence import RECURRING_COMPONENTS, is_recurring, validate_recurrence
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, to_utc
 from oxidav.xml_chars import first_xml_invalid
@@ -254,7 +254,10 @@ def validate_object(
     if component_type in RECURRING_COMPONENTS:
         try:
             _check_recurrence_limits(calendar, component_type, limits)
-            validate_recurrence(calendar, component_type, limits)
+            if any(is_recurring(c) for c in calendar.subcomponents if c.name == component_type):
+                # Only a recurring master is ever expanded by the recurrence library (see
+                # ``recurrence.instances``): the others are their own single instance.
+                validate_recurrence(calendar, component_type, limits)
             first, last = time_bounds(calendar, component_type)
         except RecurrenceBudgetExceeded as exc:
             raise InvalidCalendarObject(
