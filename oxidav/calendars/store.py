@@ -43,7 +43,7 @@ from oxidav.calendars.reads import (
 )
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
-from oxidav.db import Database, core, utcnow
+from oxidav.db import Database, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
 from oxidav.db.models.users import User
 from oxidav.sync import (
@@ -292,16 +292,13 @@ class CalendarStore:
         )
         etag = make_etag(data)
         try:
-            with self.db.write() as session:
-                return self._put(session, calendar.id, name, valid, etag, if_match, if_none_match)
+            return self._put(calendar.id, name, valid, etag, if_match, if_none_match)
         except IntegrityError:
             # A concurrent writer took the UID or the name first; report it as they now stand.
-            with self.db.write() as session:
-                return self._put(session, calendar.id, name, valid, etag, if_match, if_none_match)
+            return self._put(calendar.id, name, valid, etag, if_match, if_none_match)
 
     def _put(
         self,
-        session: Session,
         calendar_id: int,
         name: str,
         valid: ValidObject,
@@ -309,9 +306,11 @@ class CalendarStore:
         if_match: Sequence[str] | None,
         if_none_match: Sequence[str] | None,
     ) -> PutResult:
-        written = put_row(core(session), calendar_id, name, valid, etag, if_match, if_none_match)
-        change: ChangeKind = "added" if written.created else "modified"
-        record_change(session, SYNC_KIND, calendar_id, name, change)
+        """The row and its change log entry, in one Core write transaction."""
+        with self.db.write_core() as connection:
+            written = put_row(connection, calendar_id, name, valid, etag, if_match, if_none_match)
+            change: ChangeKind = "added" if written.created else "modified"
+            record_change(connection, SYNC_KIND, calendar_id, name, change)
         return PutResult(etag=etag, created=written.created)
 
     def delete_object(

@@ -19,7 +19,7 @@ from sqlalchemy import Integer, and_, bindparam, delete, insert, not_, select, u
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from oxidav.db import core
+from oxidav.db import Transaction, core
 from oxidav.db.models.sync import SyncChange, SyncCollection
 from oxidav.db.prepared import Prepared
 from oxidav.sync.tokens import InvalidSyncToken, SyncToken, parse_token
@@ -110,30 +110,33 @@ _SET_CHANGE = Prepared(
 )
 
 
-def _bump(session: Session, kind: str, collection_id: int) -> int:
+def _bump(transaction: Transaction, kind: str, collection_id: int) -> int:
     """Increment the collection's counter and return the new value (creating it if needed)."""
     params = {"k_kind": kind, "k_collection": collection_id}
-    found = _BUMP.run(core(session), params).first()
+    found = _BUMP.run(core(transaction), params).first()
     if found is not None:
         return int(found[0])
     try:
-        with session.begin_nested():
-            session.add(
-                SyncCollection(kind=kind, collection_id=collection_id, epoch=_new_epoch(), seq=0)
+        with transaction.begin_nested():
+            core(transaction).execute(
+                insert(SyncCollection).values(
+                    kind=kind, collection_id=collection_id, epoch=_new_epoch(), seq=0
+                )
             )
     except IntegrityError:
         pass  # created concurrently; the update below waits for it
-    return int(_BUMP.run(core(session), params).one()[0])
+    return int(_BUMP.run(core(transaction), params).one()[0])
 
 
 def record_change(
-    session: Session, kind: str, collection_id: int, name: str, change: ChangeKind
+    transaction: Transaction, kind: str, collection_id: int, name: str, change: ChangeKind
 ) -> int:
     """Log that member ``name`` was added, modified or removed; return the change's sequence
-    number (which is also the collection's new CTag value). Runs on the session's connection
-    with statements built once; call it after the session's own changes are flushed."""
-    seq = _bump(session, kind, collection_id)
-    connection = core(session)
+    number (which is also the collection's new CTag value). ``transaction``: the caller's
+    session (its pending changes are flushed first) or Core connection; the statements are
+    built once."""
+    seq = _bump(transaction, kind, collection_id)
+    connection = core(transaction)
     key = {"k_kind": kind, "k_collection": collection_id, "k_name": name}
     row = _CHANGE_OF.run(connection, key).first()
     removed = change == "removed"

@@ -169,6 +169,22 @@ def test_record_change_creates_a_missing_counter(database: Database) -> None:
         assert _names(changes_since(s, K, 42, None)) == [("a", "added"), ("b", "added")]
 
 
+def test_record_change_on_a_core_connection_logs_as_on_a_session(database: Database) -> None:
+    with database.write_core() as connection:
+        assert record_change(connection, K, 43, "a", "added") == 1  # the counter is created
+        assert record_change(connection, K, 43, "a", "modified") == 2
+        assert record_change(connection, K, 43, "b", "added") == 3
+    with database.read() as s:
+        token = changes_since(s, K, 43, None).token
+    with database.write_core() as connection:
+        assert record_change(connection, K, 43, "a", "removed") == 4
+        assert record_change(connection, K, 43, "a", "added") == 5  # a new life
+        assert record_change(connection, K, 43, "b", "removed") == 6
+    with database.read() as s:
+        assert _names(changes_since(s, K, 43, None)) == [("a", "added")]
+        assert _names(changes_since(s, K, 43, token)) == [("a", "added"), ("b", "removed")]
+
+
 def test_rolled_back_change_is_not_logged(database: Database) -> None:
     with database.write() as s:
         init_collection(s, K, 1)
