@@ -77,24 +77,31 @@ def check_preconditions(
 
 
 @dataclass(frozen=True)
+class ObjectPut:
+    """One PUT of a calendar object: where, what (validated), its ETag and the client's
+    conditions (unquoted ETags, or ``["*"]``)."""
+
+    calendar_id: int
+    name: str
+    valid: ValidObject
+    etag: str
+    if_match: Sequence[str] | None
+    if_none_match: Sequence[str] | None
+
+
+@dataclass(frozen=True)
 class RowWritten:
     """What ``put_row`` did: ``created`` a new object or replaced one."""
 
     created: bool
 
 
-def put_row(
-    connection: Connection,
-    calendar_id: int,
-    name: str,
-    valid: ValidObject,
-    etag: str,
-    if_match: Sequence[str] | None,
-    if_none_match: Sequence[str] | None,
-) -> RowWritten:
-    """Create or replace object ``name`` of ``calendar_id`` (module docstring). Raises
+def put_row(connection: Connection, put: ObjectPut) -> RowWritten:
+    """Create or replace the object of ``put`` (module docstring). Raises
     ``PreconditionFailed`` and ``UidConflict`` as ``check_preconditions`` and RFC 4791
     §5.3.2.1 say; a concurrent writer's unique violation comes out as ``IntegrityError``."""
+    calendar_id, name, valid, etag = put.calendar_id, put.name, put.valid, put.etag
+    if_match, if_none_match = put.if_match, put.if_none_match
     key = {"o_calendar": calendar_id, "o_name": name}
     row = _OBJECT_FOR_PUT.run(connection, key).first()
     check_preconditions(None if row is None else row[1], if_match, if_none_match)

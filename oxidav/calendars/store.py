@@ -30,7 +30,7 @@ from oxidav.calendars.errors import (
 from oxidav.calendars.evaluate import FilterEvaluator
 from oxidav.calendars.filters import CompFilter, TimeRange
 from oxidav.calendars.freebusy import BusyTime, collect_busy, format_freebusy
-from oxidav.calendars.object_rows import check_preconditions, put_row
+from oxidav.calendars.object_rows import ObjectPut, check_preconditions, put_row
 from oxidav.calendars.reads import (
     OBJECT_INFO_COLUMNS,
     CalendarInfo,
@@ -42,7 +42,7 @@ from oxidav.calendars.reads import (
     object_infos_named,
 )
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
-from oxidav.calendars.validation import KNOWN_COMPONENTS, ValidObject, validate_object
+from oxidav.calendars.validation import KNOWN_COMPONENTS, validate_object
 from oxidav.db import Database, utcnow
 from oxidav.db.models.calendars import DEFAULT_COMPONENTS, Calendar, CalendarObject
 from oxidav.db.models.users import User
@@ -290,28 +290,20 @@ class CalendarStore:
             max_size=self.max_resource_bytes,
             limits=self.recurrence,
         )
-        etag = make_etag(data)
+        put = ObjectPut(calendar.id, name, valid, make_etag(data), if_match, if_none_match)
         try:
-            return self._put(calendar.id, name, valid, etag, if_match, if_none_match)
+            return self._put(put)
         except IntegrityError:
             # A concurrent writer took the UID or the name first; report it as they now stand.
-            return self._put(calendar.id, name, valid, etag, if_match, if_none_match)
+            return self._put(put)
 
-    def _put(
-        self,
-        calendar_id: int,
-        name: str,
-        valid: ValidObject,
-        etag: str,
-        if_match: Sequence[str] | None,
-        if_none_match: Sequence[str] | None,
-    ) -> PutResult:
+    def _put(self, put: ObjectPut) -> PutResult:
         """The row and its change log entry, in one Core write transaction."""
         with self.db.write_core() as connection:
-            written = put_row(connection, calendar_id, name, valid, etag, if_match, if_none_match)
+            written = put_row(connection, put)
             change: ChangeKind = "added" if written.created else "modified"
-            record_change(connection, SYNC_KIND, calendar_id, name, change)
-        return PutResult(etag=etag, created=written.created)
+            record_change(connection, SYNC_KIND, put.calendar_id, put.name, change)
+        return PutResult(etag=put.etag, created=written.created)
 
     def delete_object(
         self, calendar_id: int, name: str, *, if_match: Sequence[str] | None = None
