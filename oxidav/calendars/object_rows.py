@@ -89,31 +89,23 @@ class ObjectPut:
     if_none_match: Sequence[str] | None
 
 
-@dataclass(frozen=True)
-class RowWritten:
-    """What ``put_row`` did: ``created`` a new object or replaced one."""
-
-    created: bool
-
-
-def put_row(connection: Connection, put: ObjectPut) -> RowWritten:
-    """Create or replace the object of ``put`` (module docstring). Raises
+def put_row(connection: Connection, put: ObjectPut) -> bool:
+    """Create (True) or replace (False) the object of ``put`` (module docstring). Raises
     ``PreconditionFailed`` and ``UidConflict`` as ``check_preconditions`` and RFC 4791
     §5.3.2.1 say; a concurrent writer's unique violation comes out as ``IntegrityError``."""
-    calendar_id, name, valid, etag = put.calendar_id, put.name, put.valid, put.etag
-    if_match, if_none_match = put.if_match, put.if_none_match
-    key = {"o_calendar": calendar_id, "o_name": name}
+    valid = put.valid
+    key = {"o_calendar": put.calendar_id, "o_name": put.name}
     row = _OBJECT_FOR_PUT.run(connection, key).first()
-    check_preconditions(None if row is None else row[1], if_match, if_none_match)
+    check_preconditions(None if row is None else row[1], put.if_match, put.if_none_match)
     if row is not None and row[2] != valid.uid:
-        raise UidConflict("an overwrite must keep the object's UID", href=name)
+        raise UidConflict("an overwrite must keep the object's UID", href=put.name)
     other = _UID_ELSEWHERE.run(connection, {**key, "o_uid": valid.uid}).first()
     if other is not None:
         raise UidConflict(f"UID already used by {other[0]}", href=other[0])
     content = {
         "o_component": valid.component_type,
         "o_data": valid.text,
-        "o_etag": etag,
+        "o_etag": put.etag,
         "o_size": len(valid.text.encode("utf-8")),
         "o_first_start": valid.first_start,
         "o_last_end": valid.last_end,
@@ -121,6 +113,6 @@ def put_row(connection: Connection, put: ObjectPut) -> RowWritten:
     }
     if row is None:
         _INSERT.run(connection, {**key, "o_uid": valid.uid, **content})
-        return RowWritten(created=True)
+        return True
     _UPDATE.run(connection, {"o_id": row[0], **content})
-    return RowWritten(created=False)
+    return False

@@ -152,11 +152,5 @@ _INFO_PAGE = PreparedRead(
 def object_info_pages(db: Database, calendar_id: int) -> Iterator[list[ObjectInfo]]:
     """The metadata of every object of ``calendar_id``, by name, ``INFO_PAGE`` at a time (each
     page is its own snapshot)."""
-    after = ""
-    while True:
-        rows = _INFO_PAGE.rows(db, {"calendar_id": calendar_id, "after": after})
-        if rows:
-            yield [ObjectInfo(*row) for row in rows]
-        if len(rows) < INFO_PAGE:
-            return
-        after = rows[-1][0]
+    for rows in _INFO_PAGE.pages(db, {"calendar_id": calendar_id}, INFO_PAGE):
+        yield [ObjectInfo(*row) for row in rows]

@@ -300,10 +300,10 @@ class CalendarStore:
     def _put(self, put: ObjectPut) -> PutResult:
         """The row and its change log entry, in one Core write transaction."""
         with self.db.write_core() as connection:
-            written = put_row(connection, put)
-            change: ChangeKind = "added" if written.created else "modified"
+            created = put_row(connection, put)
+            change: ChangeKind = "added" if created else "modified"
             record_change(connection, SYNC_KIND, put.calendar_id, put.name, change)
-        return PutResult(etag=put.etag, created=written.created)
+        return PutResult(etag=put.etag, created=created)
 
     def delete_object(
         self, calendar_id: int, name: str, *, if_match: Sequence[str] | None = None

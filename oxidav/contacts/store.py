@@ -261,14 +261,8 @@ class ContactStore:
     def every_card_info(self, book_id: int) -> Iterator[list[CardInfo]]:
         """Every card's metadata (no vCard), by name, ``INFO_PAGE`` at a time (a first sync;
         each page is its own snapshot)."""
-        params: dict[str, object] = {"book": book_id, "after": ""}
-        while True:
-            rows = _INFO_PAGE.rows(self.db, params)
-            if rows:
-                yield [CardInfo(*row) for row in rows]
-            if len(rows) < INFO_PAGE:
-                return
-            params["after"] = rows[-1][0]
+        for rows in _INFO_PAGE.pages(self.db, {"book": book_id}, INFO_PAGE):
+            yield [CardInfo(*row) for row in rows]
 
     def object_count(self, book_id: int) -> int:
         with self.db.read() as session:
@@ -467,15 +461,9 @@ class ContactStore:
         prepared read per page (each page is its own consistent snapshot)."""
         found = prefilter(flt)
         read = _CANDIDATES.read(found.shape if found is not None else None)
-        params: dict[str, object] = {"book": book_id, "after": ""}
-        if found is not None:
-            params.update(found.params)
-        while True:
-            rows = read.rows(self.db, params)
+        params: dict[str, object] = {"book": book_id, **(found.params if found else {})}
+        for rows in read.pages(self.db, params, QUERY_BATCH):
             yield from rows
-            if len(rows) < QUERY_BATCH:
-                return
-            params["after"] = rows[-1][0]
 
 
 class _CandidateReads:

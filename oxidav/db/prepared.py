@@ -30,12 +30,14 @@ its own (SQLite runs it in autocommit, as oxidav's connections have the driver's
 handling switched off; on PostgreSQL the driver opens a transaction that the pool's
 reset-on-return rolls back), so it runs on the driver connection ``Database.single_read``
 lends (on SQLite the thread's own, on PostgreSQL a pooled one); listeners do not see it.
+``PreparedRead.pages`` reads a listing by name a keyset page at a time (the members of a first
+sync, an addressbook-query's candidates), so memory holds a page, not the collection.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -161,6 +163,22 @@ class PreparedRead(Prepared):
     def first(self, db: Database, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         found = self.rows(db, params)
         return found[0] if found else None
+
+    def pages(
+        self, db: Database, params: Mapping[str, Any], size: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Keyset pages of a statement that takes ``:after``, keeps rows whose first column
+        (a name) sorts after it, orders by that column and returns at most ``size`` rows: the
+        first page after ``""``, each next one after the last row of the one before. Each page
+        is its own read (its own snapshot)."""
+        values = {**params, "after": ""}
+        while True:
+            rows = self.rows(db, values)
+            if rows:
+                yield rows
+            if len(rows) < size:
+                return
+            values["after"] = rows[-1][0]
 
 
 class PreparedReadsByCount:
