@@ -21,7 +21,8 @@ Exits 1 unless AFTER beats BEFORE on every throughput figure (and, for ``large``
 is not higher than BEFORE's plus 5 MB), or when any answer differs. ``--decide FIGURE``
 (repeatable) names the figures a change is made for: only they (and peak RSS) decide, the
 others are still shown — so a change to one path is not judged on paths it does not touch,
-which move ±5 % from run to run with the machine.
+which move ±5 % from run to run with the machine. A change made for memory decides on
+``peak RSS MB``: AFTER's peak must then be lower than BEFORE's by more than the 5 MB slack.
 
     python -m bench files_gate put [--rounds 3] [--files 1000] [--before REV]
     python -m bench files_gate propfind [--rounds 3] [--before REV]
@@ -71,7 +72,7 @@ INFORMATIONAL = (CPU_GET, CPU_RANGE)
 #: The figures of each workload that can decide the verdict (``--decide``).
 DECIDING = {
     "put": ("1 client", "8 client"),
-    "large": ("PUT MB/s", "GET MB/s", "64 KiB ranges req/s"),
+    "large": ("PUT MB/s", "GET MB/s", "64 KiB ranges req/s", "peak RSS MB"),
     "propfind": tuple(
         f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in files_propfind.BODIES
     ),
@@ -244,7 +245,11 @@ def report(figures: dict[str, dict[str, float]], decide: list[str] | None = None
         )
         if key in INFORMATIONAL or (decide and key not in decide and key != "peak RSS MB"):
             continue
-        if key == "peak RSS MB":
+        if key == "peak RSS MB" and decide and key in decide:
+            if a >= b - RSS_SLACK_MB:
+                print(f"GATE FAIL: {key}: AFTER {a:.0f} is not below BEFORE {b:.0f} - 5")
+                ok = False
+        elif key == "peak RSS MB":
             if a > b + RSS_SLACK_MB:
                 print(f"GATE FAIL: {key}: AFTER {a:.0f} > BEFORE {b:.0f}")
                 ok = False
