@@ -4,7 +4,7 @@ Debian's ``apache2`` binary, its event MPM with the stock thread and process def
 the modules WebDAV needs (dav, dav_fs, authz_core, mime), anonymous, serving ``root``; the
 lock database, pid file and logs live in the ServerRoot. Apache drops root to ``www-data``
 for its children, so ``root`` is handed to that user. ``Server.process`` is the parent (the
-children's memory is read from its process group, ``family_pids``).
+children's memory is read through ``Server.serving_pids``).
 """
 
 from __future__ import annotations

@@ -44,6 +44,18 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], deadline: float 
     raise RuntimeError(f"port {port} did not open")
 
 
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 @dataclass
 class Server:
     name: str
@@ -52,21 +64,27 @@ class Server:
     base: str  # URL path of the tree root, with trailing slash
     auth: str | None
 
+    def serving_pids(self) -> list[int]:
+        """The processes that serve requests: the children of the started process
+        (``oxidav serve``'s workers, Apache's children), or the process itself if it has none."""
+        pid = self.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return [int(child) for child in children] or [pid]
+
     def rss_kb(self, field: str = "VmRSS") -> int:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        return 0
+        """The largest ``field`` (VmRSS, VmHWM) of the serving processes, in KiB."""
+        return max(_status_kib(pid, field) for pid in self.serving_pids())
 
     def reset_peak(self) -> None:
-        """Set the process's VmHWM back to its VmRSS (``clear_refs`` 5, Linux), so a later
-        VmHWM is the peak of what ran in between."""
-        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
+        """Set the serving processes' VmHWM back to their VmRSS (``clear_refs`` 5, Linux), so a
+        later VmHWM is the peak of what ran in between."""
+        for pid in self.serving_pids():
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the server process has used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time the started process and its serving processes have used."""
+        pids = {self.process.pid, *self.serving_pids()}
+        return sum(_cpu_ticks(pid) for pid in pids) / os.sysconf("SC_CLK_TCK")
 
     def client(self) -> Client:
         return Client(self)

@@ -96,24 +96,9 @@ def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
                 write_file(session, chain, user_id, f"/get/g{i:04d}.bin", contents[i])
 
 
-def family_pids(server: Server) -> list[int]:
-    """The processes serving: the children of the started process (oxidav's workers, Apache's
-    children), or the process itself when it has none."""
-    pid = server.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in children] or [pid]
-
-
-def status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
 def worker_memory(server: Server, field: str) -> float:
     """The largest ``field`` (VmRSS, VmHWM) of the serving processes, in MiB."""
-    return max(status_kib(pid, field) for pid in family_pids(server)) / 1024
+    return server.rss_kb(field) / 1024
 
 
 def walk(server: Server) -> float:

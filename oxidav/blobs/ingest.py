@@ -44,12 +44,12 @@ from oxidav.db import Database, Transaction, utcnow
 
 #: A batch (one claim transaction) closes at this many distinct chunks or bytes.
 BATCH_CHUNKS = 128
-BATCH_BYTES = 16 << 20
+BATCH_BYTES = 8 << 20
 #: The first batch closes sooner, so that writing starts early in a streamed body (with 4 MiB
 #: chunks the chunker already holds up to 8 MiB of it).
 FIRST_BATCH_BYTES = 4 << 20
 #: Chunk bytes submitted to the writers and not yet written, at most (plus one chunk).
-WRITE_AHEAD_BYTES = 16 << 20
+WRITE_AHEAD_BYTES = 8 << 20
 #: A background sync sweep starts after this many unsynced chunk writes.
 SYNC_EVERY = 128
 #: Chunks this ingest already wrote or found referenced are remembered (up to this many) so a
