@@ -54,7 +54,7 @@ from oxidav.nextcloud.middleware import SHARE_TYPE_SOURCES, NextcloudMiddleware
 from oxidav.nextcloud.search import FilesSearch
 from oxidav.nextcloud.trashbin import TrashbinProvider
 from oxidav.nextcloud.uploads.provider import UploadsProvider
-from oxidav.observability.blob_metrics import InstrumentedBlobStore
+from oxidav.observability.blob_metrics import InstrumentedBlobStore, instrumented
 from oxidav.observability.endpoints import observability_routes
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
@@ -226,7 +226,7 @@ def instrument(services: Services, metrics: Metrics) -> Readiness:
     store = chain.store
     if isinstance(store, InstrumentedBlobStore):  # a second app on the same services
         store = store.inner
-    chain.store = InstrumentedBlobStore(store, metrics)
+    chain.store = instrumented(store, metrics)
     metrics.watch_pool(services.db.engine)
     return Readiness(services.db, chain.store)
 

@@ -9,10 +9,12 @@ range is ``READ_AHEAD_FROM`` or longer, so reading and hashing a chunk overlap s
 before (a whole 512 MiB GET: the server's one busy thread spent a third of its time reading and
 hashing). A chunk it reads whole is read in pieces of the block size and hashed as they come,
 so its bytes are served without a copy. A caller that takes ``FileRegion`` pieces (``regions``:
-oxidav's own HTTP gateway) gets such a chunk of a local store as one region of its file
-(``LocalBlobStore.region``): hashed on its mapped pages and sent with ``sendfile``, its bytes
-never pass through the process (a 512 MiB GET: a fifth of the server's CPU was the read's
-copy into the process, a sixth the send's copy out of it). A chunk of at most ``INLINE_LIMIT``
+oxidav's own HTTP gateway) gets such a chunk of a local store, if it is at least
+``REGION_FROM`` bytes, as one region of its file (``LocalBlobStore.region``): hashed on its
+mapped pages and sent with ``sendfile``, its bytes never pass through the process (a 512 MiB
+GET: a fifth of the server's CPU was the read's copy into the process, a sixth the send's copy
+out of it). A smaller chunk is read: mapping a file has a fixed cost that a few KiB of copying
+does not reach (a small file's GET). A chunk of at most ``INLINE_LIMIT``
 bytes is looked up in its database row first (``oxidav.blobs.inline``: small contents keep
 their one chunk there), and is checked the same way.
 
@@ -59,6 +61,9 @@ ENTRY_PAGE = 256
 PARTIAL_BELOW = 0.5
 #: On a store without parallel reads, a range at least this long reads the next chunk ahead.
 READ_AHEAD_FROM = 4 * 1024 * 1024
+#: A chunk read whole goes out as a ``FileRegion`` (mapped, sent with ``sendfile``) from this
+#: size on; a smaller one is read, which costs less (bench/RESULTS.md).
+REGION_FROM = 256 * 1024
 
 
 def fetch_chunk(
@@ -89,7 +94,7 @@ def fetch_part(
     if inline is not None and (kept := inline.get(entry)) is not None:
         return [kept[lo:hi]]
     if (hi - lo) >= entry.size * PARTIAL_BELOW:
-        if regions and isinstance(store, RegionStore):
+        if regions and entry.size >= REGION_FROM and isinstance(store, RegionStore):
             # Only for a caller that asked for regions (it sends them, or takes their bytes).
             return [fetch_region(store, entry, lo, hi)]  # type: ignore[list-item]
         return fetch_verified(store, entry, lo, hi, block)
@@ -367,6 +372,7 @@ class ContentReader(io.RawIOBase):
 __all__ = [
     "PARTIAL_BELOW",
     "READ_AHEAD_FROM",
+    "REGION_FROM",
     "ContentReader",
     "fetch_chunk",
     "fetch_part",

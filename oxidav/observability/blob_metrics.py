@@ -1,10 +1,15 @@
 """``InstrumentedBlobStore``: a ``BlobStore`` decorator that counts and times every call.
 
-Outermost in the app's chain (``make_app`` wraps the chain's store), so it counts what the
-rest of oxidav asks of the store, cache hits included, once per call (a call the retry layer
-repeated counts once). Every method of the protocol is forwarded to the wrapped store, none
-replaced by a generic path; a ranged read is timed until its iterator is made, and an error
-raised while iterating it is counted as an error of ``get_range``.
+Outermost in the app's chain (``make_app`` wraps the chain's store with ``instrumented``), so it
+counts what the rest of oxidav asks of the store, cache hits included, once per call (a call the
+retry layer repeated counts once). Every method of the protocol is forwarded to the wrapped
+store, none replaced by a generic path; a ranged read is timed until its iterator is made, and
+an error raised while iterating it is counted as an error of ``get_range``.
+
+A decorator must not hide what the store it wraps can do: a store that hands out a chunk as a
+mapped file (``RegionStore``: the local store, whose chunks a GET sends with ``sendfile``) is
+wrapped in ``InstrumentedRegionStore``, which forwards and counts ``region`` too, so the
+readers still find a ``RegionStore``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+from oxidav.blobs.reader import RegionStore
+from oxidav.blobs.regions import FileRegion
 from oxidav.blobs.store import READ_BLOCK, BlobStore
 from oxidav.observability.metrics import Metrics, timed_blob_call
 
 T = TypeVar("T")
-_OPS = ("put", "put_unsynced", "sync", "get", "get_range", "exists", "size", "delete")
+_OPS = ("put", "put_unsynced", "sync", "get", "get_range", "region", "exists", "size", "delete")
 
 
 class InstrumentedBlobStore:
@@ -85,4 +92,22 @@ class InstrumentedBlobStore:
         self.inner.close()
 
 
-__all__ = ["InstrumentedBlobStore"]
+class InstrumentedRegionStore(InstrumentedBlobStore):
+    """``InstrumentedBlobStore`` of a store that also hands out regions."""
+
+    def __init__(self, inner: BlobStore, regions: RegionStore, metrics: Metrics) -> None:
+        super().__init__(inner, metrics)
+        self._regions = regions
+
+    def region(self, key: str) -> FileRegion:
+        return self._timed("region", lambda: self._regions.region(key))
+
+
+def instrumented(inner: BlobStore, metrics: Metrics) -> InstrumentedBlobStore:
+    """``inner`` counted in ``metrics``, with every capability it has."""
+    if isinstance(inner, RegionStore):
+        return InstrumentedRegionStore(inner, inner, metrics)
+    return InstrumentedBlobStore(inner, metrics)
+
+
+__all__ = ["InstrumentedBlobStore", "InstrumentedRegionStore", "instrumented"]

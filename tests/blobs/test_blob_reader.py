@@ -24,7 +24,7 @@ from oxidav.blobs import (
 from oxidav.blobs.chunking import ChunkParams
 from oxidav.blobs.manifest_cache import ManifestCache, cache_for
 from oxidav.blobs.manifests import ManifestEntry
-from oxidav.blobs.reader import READ_AHEAD_FROM
+from oxidav.blobs.reader import READ_AHEAD_FROM, REGION_FROM
 from oxidav.blobs.regions import FileRegion
 from tests.support.blobs import RecordingStore, pieces, random_bytes
 
@@ -344,17 +344,20 @@ def test_an_abandoned_long_range_leaves_no_thread(
 def test_regions_serve_whole_chunks_as_regions_of_their_files(
     chain: BlobChain, stored: str
 ) -> None:
-    """``regions=True`` on a store that has them: each chunk read whole comes as one
-    ``FileRegion`` of its file (not cut into blocks, its descriptor closed with it); the parts
-    of a small range still come as ``bytes``; every byte is right."""
+    """``regions=True`` on a store that has them: each chunk of at least ``REGION_FROM`` bytes
+    read whole comes as one ``FileRegion`` of its file (not cut into blocks, its descriptor
+    closed with it); a smaller chunk and the parts of a small range still come as ``bytes``;
+    every byte is right."""
     entries = list(catalog.iter_entries(chain.db, stored))
     assert len(entries) >= 3
     with chain.open(stored) as reader:
-        pieces = list(reader.iter_range(0, len(DATA), 65_536, regions=True))
-        assert [type(p) for p in pieces] == [FileRegion] * len(entries)
+        pieces = list(reader.iter_range(0, len(DATA), 1 << 20, regions=True))
+        regions = [p for p in pieces if isinstance(p, FileRegion)]
+        assert len(regions) == sum(1 for e in entries if e.size >= REGION_FROM) >= 2
+        assert [len(p) for p in regions] == [e.size for e in entries if e.size >= REGION_FROM]
         assert b"".join(bytes(p) for p in pieces) == DATA
-        fds = [p.fd for p in pieces]
-        for piece in pieces:
+        fds = [p.fd for p in regions]
+        for piece in regions:
             piece.close()
         for fd in fds:
             with pytest.raises(OSError):
@@ -366,6 +369,16 @@ def test_regions_serve_whole_chunks_as_regions_of_their_files(
         small = list(reader.iter_range(start, start + 70_000, regions=True))
         assert all(type(p) is bytes for p in small)
         assert b"".join(small) == DATA[start : start + 70_000]
+
+
+def test_regions_read_a_small_chunk(chain: BlobChain) -> None:
+    """A chunk below ``REGION_FROM`` (a small file's one chunk) is read even when regions are
+    taken: mapping a file costs more than copying a few KiB."""
+    content = random_bytes(4096, seed=12)
+    small = chain.ingest([content]).manifest_hash
+    with chain.open(small) as reader:
+        pieces = list(reader.iter_range(0, len(content), regions=True))
+    assert pieces == [content]
 
 
 @pytest.mark.parametrize("change", ["flip", "grow", "shrink"])

@@ -79,10 +79,14 @@ def test_readyz_names_the_failing_part(live_server: LiveServer) -> None:
 
 
 def test_metrics_count_requests_bytes_and_blob_ops(live_server: LiveServer) -> None:
-    content = bytes(range(256)) * 400  # 100 KiB: past the inline limit, so a blob is written
+    # 300 KiB: past the inline limit, so a blob is written, and past REGION_FROM, so a whole
+    # GET maps its chunk
+    content = bytes(range(256)) * 1200
     assert live_server.request("PUT", FILES + "/m.bin", content).status == 201
     got = live_server.request("GET", FILES + "/m.bin")
     assert (got.status, len(got.body)) == (200, len(content))
+    part = live_server.request("GET", FILES + "/m.bin", headers={"Range": "bytes=10-19"})
+    assert (part.status, part.body) == (206, content[10:20])
     assert live_server.request("PROPFIND", FILES + "/", headers={"Depth": "1"}).status == 207
     assert live_server.request("BREW", FILES + "/m.bin").status in (400, 405, 501)
     assert live_server.request("GET", FILES + "/nothing", user="bob").status in (403, 404)
@@ -102,6 +106,8 @@ def test_metrics_count_requests_bytes_and_blob_ops(live_server: LiveServer) -> N
     assert found[("oxidav_http_response_body_bytes_total", ("method", "GET"))] >= len(content)
     assert found[("oxidav_http_request_duration_seconds_count", ("method", "PUT"))] == 1
     assert found[("oxidav_blob_store_operations_total", ("op", "put_unsynced"))] >= 1
+    # The whole GET maps its one chunk (sent with sendfile); the small range reads its bytes.
+    assert found[("oxidav_blob_store_operations_total", ("op", "region"))] >= 1
     assert found[("oxidav_blob_store_operations_total", ("op", "get_range"))] >= 1
     assert found[("oxidav_blob_store_errors_total", ("op", "get_range"))] == 0
     assert found[("oxidav_db_pool_size",)] >= 1

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from oxidav.blobs.local import LocalBlobStore
+from oxidav.blobs.reader import RegionStore
+from oxidav.blobs.retry import RetryingBlobStore
 from oxidav.blobs.store import BlobNotFoundError
 from oxidav.db import Database
-from oxidav.observability.blob_metrics import InstrumentedBlobStore
+from oxidav.observability.blob_metrics import InstrumentedBlobStore, instrumented
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
 
@@ -115,3 +117,25 @@ def test_blob_store_metrics_count_calls_and_errors(tmp_path: Path) -> None:
     assert value("oxidav_blob_store_errors_total", "get_range") == 0
     assert value("oxidav_blob_store_operation_duration_seconds_count", "put") == 1
     store.close()
+
+
+def test_instrumented_store_keeps_the_region_capability(tmp_path: Path) -> None:
+    """A GET sends a local chunk with ``sendfile`` only if the app's (instrumented) store is
+    still a ``RegionStore``: the decorator forwards ``region`` and counts it; a store without
+    regions does not gain the method."""
+    metrics = Metrics()
+    store = instrumented(LocalBlobStore(tmp_path / "blobs"), metrics)
+    assert isinstance(store, RegionStore)
+    key = "ab" * 32
+    store.put(key, b"chunk bytes")
+    region = store.region(key)
+    try:
+        assert bytes(region.view) == b"chunk bytes"
+    finally:
+        region.close()
+    assert (
+        metrics.registry.get_sample_value("oxidav_blob_store_operations_total", {"op": "region"})
+        == 1
+    )
+    plain = instrumented(RetryingBlobStore(LocalBlobStore(tmp_path / "other")), metrics)
+    assert not isinstance(plain, RegionStore)
