@@ -28,8 +28,9 @@ from sqlalchemy import BigInteger, Table, bindparam, func, literal, select, unio
 
 from oxidav.blobs.manifests import ManifestEntry
 from oxidav.blobs.store import BlobIntegrityError
-from oxidav.db import Database, core
+from oxidav.db import Database
 from oxidav.db.models.blobs import BlobChunk, BlobManifestChunk
+from oxidav.db.prepared import PreparedRead
 
 #: Bytes of content one page of entries covers (~200 entries at the default chunk sizes; at
 #: most span / smallest chunk).
@@ -65,6 +66,8 @@ _PAGE = union_all(
         bindparam("lo") == 0,
     ),
 ).order_by("start")
+#: ``_PAGE`` as one statement outside a session (a small file's first GET loads its page).
+_PAGE_READ = PreparedRead(_PAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +149,8 @@ class ManifestCache:
                 self._pages.move_to_end(key)
                 return found
         lo = page_no * self.span
-        with db.read() as session:
-            rows = core(session).execute(
-                _PAGE, {"manifest_hash": manifest_hash, "lo": lo, "hi": lo + self.span}
-            )
-            page = _pack([(int(r[0]), int(r[1]), str(r[2])) for r in rows])
+        rows = _PAGE_READ.rows(db, {"manifest_hash": manifest_hash, "lo": lo, "hi": lo + self.span})
+        page = _pack([(int(r[0]), int(r[1]), str(r[2])) for r in rows])
         if not page.starts or page.index_at(lo) is None:
             raise BlobIntegrityError(f"manifest {manifest_hash} has no chunk for byte {lo}")
         self._store(key, page)
