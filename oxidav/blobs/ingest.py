@@ -10,9 +10,9 @@ Each batch of chunks is claimed in one write transaction (``catalog.claim_chunks
 already referenced are dropped, the others are registered as *intents* (refcount 0, fresh
 ``orphaned_at``) — which is what stops a concurrent gc from deleting a chunk file being written —
 and only those are written. Writes run on a small thread pool (``store.concurrency`` workers, at
-least 2; 8 for S3) with at most ``WRITE_AHEAD_BYTES`` of chunks in flight — about one batch, so
-the writers drain a batch while the next one is being chunked — and memory stays flat whatever
-the content length.
+least 2; 8 for S3) with at most ``WRITE_AHEAD_BYTES`` of chunks in flight (more for a larger
+pool: each writer gets ``WRITE_AHEAD_PER_WRITER``) — about one batch, so the writers drain a
+batch while the next one is being chunked — and memory stays flat whatever the content length.
 A content that fits in its first batch (any small PUT) starts no thread: one transaction claims
 its chunk, the chunk is written and synced, a second transaction creates the manifest.
 
@@ -48,8 +48,11 @@ BATCH_BYTES = 8 << 20
 #: The first batch closes sooner, so that writing starts early in a streamed body (with 4 MiB
 #: chunks the chunker already holds up to 8 MiB of it).
 FIRST_BATCH_BYTES = 4 << 20
-#: Chunk bytes submitted to the writers and not yet written, at most (plus one chunk).
+#: Chunk bytes submitted to the writers and not yet written, at most (plus one chunk): this, or
+#: ``WRITE_AHEAD_PER_WRITER`` for each writer thread if that is more, so that every upload of a
+#: remote store's pool has a chunk to send (8 S3 writers: 16 MiB).
 WRITE_AHEAD_BYTES = 8 << 20
+WRITE_AHEAD_PER_WRITER = 2 << 20
 #: A background sync sweep starts after this many unsynced chunk writes.
 SYNC_EVERY = 128
 #: Chunks this ingest already wrote or found referenced are remembered (up to this many) so a
@@ -117,6 +120,7 @@ class _Writer:
         self._store = store
         # At least two: one slow file creation (or request) must not stall the next write.
         self._workers = max(2, store.concurrency)
+        self.ahead_limit = max(WRITE_AHEAD_BYTES, self._workers * WRITE_AHEAD_PER_WRITER)
         self._pool: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
         self._pending: collections.deque[tuple[Future[None], int]] = collections.deque()
@@ -131,7 +135,7 @@ class _Writer:
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="oxidav-blob-put")
         # Bounded by bytes, not by count: a whole batch can be handed over at once, and the
         # caller goes back to chunking while it is written.
-        while self._pending and self._pending_bytes + len(data) > WRITE_AHEAD_BYTES:
+        while self._pending and self._pending_bytes + len(data) > self.ahead_limit:
             self._wait_oldest()
         self._pending.append((self._pool.submit(self._store.put_unsynced, key, data), len(data)))
         self._pending_bytes += len(data)
@@ -186,7 +190,7 @@ class _Writer:
         self.close()
 
     def close(self) -> None:
-        # Writes already handed over (at most WRITE_AHEAD_BYTES) still run after a failure, so
+        # Writes already handed over (at most ``ahead_limit``) still run after a failure, so
         # every chunk registered as an intent gets its file unless the process dies; pending
         # sweeps are dropped (nothing will be made visible).
         if self._pool is not None:
@@ -298,6 +302,7 @@ __all__ = [
     "BATCH_CHUNKS",
     "FIRST_BATCH_BYTES",
     "WRITE_AHEAD_BYTES",
+    "WRITE_AHEAD_PER_WRITER",
     "Ingest",
     "PendingContent",
     "StoredContent",

@@ -13,9 +13,14 @@ import pytest
 from sqlalchemy import text
 
 from oxidav.blobs import BlobChain, IncompleteContentError, LocalBlobStore, StoredContent, catalog
-from oxidav.blobs.chunking import CDC_MAX, CDC_MIN, ChunkedContent
+from oxidav.blobs.chunking import CDC_MAX, CDC_MIN, ChunkedContent, ChunkParams
 from oxidav.blobs.fsck import check
-from oxidav.blobs.ingest import BATCH_BYTES, WRITE_AHEAD_BYTES, PendingContent
+from oxidav.blobs.ingest import (
+    BATCH_BYTES,
+    WRITE_AHEAD_BYTES,
+    WRITE_AHEAD_PER_WRITER,
+    PendingContent,
+)
 from oxidav.db import Database, utcnow
 from tests.support.blobs import (
     RecordingStore,
@@ -105,6 +110,45 @@ def test_chunks_in_flight_stay_bounded_when_the_store_is_slow(
     bound = WRITE_AHEAD_BYTES + BATCH_BYTES + 2 * CDC_MAX + PIECE
     assert max(ahead) <= bound < len(data)
     assert read_all(chain, stored.manifest_hash) == data
+
+
+class _PoolStore(RecordingStore):
+    """A store with a pool of ``POOL`` writers (a remote store's ``concurrency``) whose first
+    ``POOL`` writes wait until all of them are in flight at once."""
+
+    POOL = 8
+
+    def __init__(self, inner: LocalBlobStore) -> None:
+        super().__init__(inner)
+        self.all_in_flight = threading.Barrier(self.POOL, timeout=20)
+        self.started = 0
+
+    @property
+    def concurrency(self) -> int:
+        return self.POOL
+
+    def put_unsynced(self, key: str, data: bytes) -> None:
+        with self._lock:
+            self.started += 1
+            first = self.started <= self.POOL
+        if first:
+            self.all_in_flight.wait()  # BrokenBarrierError if they never are
+        super().put_unsynced(key, data)
+
+
+def test_a_pool_of_writers_is_kept_busy(database: Database, local_store: LocalBlobStore) -> None:
+    """Every writer of a remote store's pool gets a chunk: the write-ahead grows with the pool
+    (``WRITE_AHEAD_PER_WRITER`` each), so 8 uploads run at once even where 8 chunks are more
+    than ``WRITE_AHEAD_BYTES`` (chunks of 1-2 MiB here)."""
+    store = _PoolStore(local_store)
+    params = ChunkParams(1 << 20, 1 << 20, 2 << 20)
+    data = random_bytes(40_000_000, seed=44)
+    sizes = [len(chunk.data) for chunk in ChunkedContent(pieces(data, PIECE), params=params)]
+    first = sum(sizes[: _PoolStore.POOL])
+    assert WRITE_AHEAD_BYTES < first <= _PoolStore.POOL * WRITE_AHEAD_PER_WRITER
+    stored = BlobChain(database, store, params).ingest(pieces(data, PIECE))
+    assert stored.content_hash == blake3.blake3(data).hexdigest()
+    assert store.started == len(sizes)
 
 
 def test_concurrent_ingests_of_one_content(
