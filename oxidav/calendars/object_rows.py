@@ -106,7 +106,7 @@ def put_row(connection: Connection, put: ObjectPut) -> bool:
         "o_component": valid.component_type,
         "o_data": valid.text,
         "o_etag": put.etag,
-        "o_size": len(valid.text.encode("utf-8")),
+        "o_size": valid.size,
         "o_first_start": valid.first_start,
         "o_last_end": valid.last_end,
         "o_modified": utcnow(),

@@ -53,6 +53,8 @@ class ValidObject:
 
     calendar: icalendar.Calendar
     text: str
+    #: ``text``'s length in UTF-8 bytes (the body's length).
+    size: int
     component_type: str
     uid: str
     first_start: datetime | None
@@ -62,10 +64,7 @@ class ValidObject:
 def parse_calendar(data: bytes | str) -> icalendar.Calendar:
     """Parse exactly one VCALENDAR; raise ``InvalidCalendarData`` otherwise (also for a
     character XML cannot carry: a stored object must always fit in a REPORT's answer)."""
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError:
-        raise InvalidCalendarData("calendar data is not UTF-8") from None
+    text = _utf8_text(data)
     bad = first_xml_invalid(text)
     if bad is not None:
         raise InvalidCalendarData(f"calendar data contains the control character {bad!r}")
@@ -84,6 +83,13 @@ def parse_calendar(data: bytes | str) -> icalendar.Calendar:
             name, why = component.errors[0]
             raise InvalidCalendarData(f"{component.name} property {name}: {why}")
     return calendar
+
+
+def _utf8_text(data: bytes | str) -> str:
+    try:
+        return data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise InvalidCalendarData("calendar data is not UTF-8") from None
 
 
 def _check_nesting(text: str) -> None:
@@ -244,7 +250,8 @@ def validate_object(
     """Parse and check one calendar object resource sent with PUT."""
     if len(data) > max_size:
         raise ResourceTooLarge(f"calendar object is larger than {max_size} bytes")
-    calendar = parse_calendar(data)
+    text = _utf8_text(data)
+    calendar = parse_calendar(text)
     version = calendar.get("VERSION")
     if version is not None and str(version).strip() != "2.0":
         raise InvalidCalendarData("only iCalendar VERSION 2.0 is supported")
@@ -269,7 +276,8 @@ def validate_object(
         first, last = time_bounds(calendar, component_type)
     return ValidObject(
         calendar=calendar,
-        text=data.decode("utf-8"),
+        text=text,
+        size=len(data),
         component_type=component_type,
         uid=uid,
         first_start=first,

@@ -95,9 +95,11 @@ class InstrumentedBlobStore:
 class InstrumentedRegionStore(InstrumentedBlobStore):
     """``InstrumentedBlobStore`` of a store that also hands out regions."""
 
-    def __init__(self, inner: BlobStore, regions: RegionStore, metrics: Metrics) -> None:
+    def __init__(self, inner: BlobStore, metrics: Metrics) -> None:
+        if not isinstance(inner, RegionStore):
+            raise TypeError(f"{inner!r} hands out no regions")
         super().__init__(inner, metrics)
-        self._regions = regions
+        self._regions = inner
 
     def region(self, key: str) -> FileRegion:
         return self._timed("region", lambda: self._regions.region(key))
@@ -106,7 +108,7 @@ class InstrumentedRegionStore(InstrumentedBlobStore):
 def instrumented(inner: BlobStore, metrics: Metrics) -> InstrumentedBlobStore:
     """``inner`` counted in ``metrics``, with every capability it has."""
     if isinstance(inner, RegionStore):
-        return InstrumentedRegionStore(inner, inner, metrics)
+        return InstrumentedRegionStore(inner, metrics)
     return InstrumentedBlobStore(inner, metrics)
 
 
