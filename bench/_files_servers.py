@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,13 +176,17 @@ def add_alice(env: dict[str, str]) -> None:
 
 @contextmanager
 def oxidav_server(
-    env: dict[str, str], source: Path | None = None, name: str = "oxidav"
+    env: dict[str, str],
+    source: Path | None = None,
+    name: str = "oxidav",
+    flags: Sequence[str] = (),
 ) -> Iterator[Server]:
     """``oxidav serve`` (alice must exist) on a free port; ``source``: run the ``oxidav``
-    package found in that folder (an exported older revision) instead of the installed one."""
+    package found in that folder (an exported older revision) instead of the installed one;
+    ``flags``: more of ``serve``'s flags (``--init``)."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "oxidav.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "oxidav.cli", "serve", "--port", str(port), *flags],
         env=env,
         cwd=source,
         stdout=subprocess.DEVNULL,

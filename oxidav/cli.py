@@ -26,7 +26,7 @@ from oxidav.backup import cli as backup_cli
 from oxidav.blobs import cli as blobs_cli
 from oxidav.bootstrap import prepare_storage
 from oxidav.db import Database
-from oxidav.db.migrate import SchemaTooNewError
+from oxidav.db.migrate import MigrationFailedError, SchemaTooNewError
 from oxidav.nextcloud import cli as nextcloud_cli
 from oxidav.presence import MaintenanceRunningError
 from oxidav.push import cli as push_cli
@@ -282,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (
         SettingsError,
         SchemaTooNewError,
+        MigrationFailedError,
         accounts.AccountError,
         MaintenanceRunningError,
         StartupError,

@@ -10,11 +10,20 @@ lifetime. A server almost always starts on a database that is already at the new
 so both entry points first compare the ``alembic_version`` row with the head read from the
 scripts' own ``revision`` / ``down_revision`` lines, and import Alembic only when the two differ
 or anything is unclear (no version table, several rows, a chain that is not one line).
+
+When there is work, the server does it in a child process (``upgrade_in_child``): Alembic is
+imported there and goes with it, so a first start or an upgrade does not leave it in the
+server and in every worker the server forks, for their whole lives. What the child reports
+is raised in the server as it would have been there: ``SchemaTooNewError`` with its message,
+anything else as ``MigrationFailedError`` after the child printed its traceback.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import traceback
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +44,14 @@ _ASSIGNMENT = re.compile(
 
 class SchemaTooNewError(RuntimeError):
     """The database was migrated by a newer oxidav than this one."""
+
+
+class MigrationFailedError(RuntimeError):
+    """Migrating the database failed in the child process (which printed why)."""
+
+
+#: The child's exit code for ``SchemaTooNewError`` (its message comes through the pipe).
+_TOO_NEW = 3
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -115,3 +132,39 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command
 
     command.upgrade(alembic_config(engine), revision)
+
+
+def upgrade_in_child(engine: Engine) -> None:
+    """``check_not_newer`` and ``upgrade`` in a child process when the database is not at the
+    newest revision (module docstring); returns once the child is done."""
+    if at_head(engine):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_end)
+        code = 1
+        try:
+            engine.dispose(close=False)  # the parent's pooled connections stay the parent's
+            check_not_newer(engine)
+            upgrade(engine)
+            code = 0
+        except SchemaTooNewError as exc:
+            os.write(write_end, str(exc).encode())
+            code = _TOO_NEW
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)  # none of the parent's cleanups (atexit, pools) run in the child
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == _TOO_NEW:
+        raise SchemaTooNewError(message)
+    if code != 0:
+        raise MigrationFailedError(f"migrating the database failed (exit status {code})")

@@ -1,0 +1,85 @@
+"""BEFORE/AFTER gate for a server's memory after a start that migrated the database.
+
+A new installation's first start, and the first start after an upgrade that brings a new
+migration, run the database migrations before serving. Per side and round: ``oxidav serve
+--init`` on a new data folder (default workers, as a user starts it), one request to each
+worker's ``/status.php``, then the serving processes' largest VmRSS ("first start"); then the
+same folder started again, nothing left to migrate ("later start"). Both sides must leave the
+database at the same schema revision. Exits 1 unless AFTER's first start is lower than
+BEFORE's by more than ``SLACK_MIB`` (medians over ``--rounds``).
+
+    python -m bench first_start_memory [--rounds 3] [--before REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import sqlite3
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench._files_servers import Server, oxidav_env, oxidav_server
+from bench._revisions import REPO, add_side_options, before_source
+
+#: What AFTER's first start must save, at least, to pass (MiB).
+SLACK_MIB = 5.0
+
+
+def _rss_after_requests(server: Server) -> float:
+    """Largest VmRSS of the serving processes after a few requests (all workers answered)."""
+    for _ in range(8):  # new connections, spread over the workers by the kernel
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        conn.request("GET", "/status.php")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        assert response.status == 200, (server.name, response.status)
+    return server.rss_kb("VmRSS") / 1024
+
+
+def _revision(data: Path) -> str:
+    with sqlite3.connect(data / "oxidav.db") as conn:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return str(row[0])
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench first_start_memory")
+    parser.add_argument("--rounds", type=int, default=3)
+    add_side_options(parser)
+    args = parser.parse_args(argv)
+    figures: dict[str, dict[str, list[float]]] = {
+        side: {"first start": [], "later start": []} for side in ("BEFORE", "AFTER")
+    }
+    revisions: dict[str, set[str]] = {"BEFORE": set(), "AFTER": set()}
+    with tempfile.TemporaryDirectory(prefix="bench-first-start-") as tmp_name:
+        tmp = Path(tmp_name)
+        sources = {
+            "BEFORE": before_source(args, tmp),
+            "AFTER": args.after_src.resolve() if args.after_src else REPO,
+        }
+        for n in range(args.rounds):
+            order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
+            for side in order:
+                data = tmp / f"{side}-{n}"
+                env = {**oxidav_env(data), "OXIDAV_ADMIN_PASSWORD": "a long admin secret"}
+                for figure, flags in (("first start", ["--init"]), ("later start", [])):
+                    with oxidav_server(env, sources[side], side, flags) as server:
+                        figures[side][figure].append(_rss_after_requests(server))
+                revisions[side].add(_revision(data))
+    if revisions["BEFORE"] != revisions["AFTER"] or len(revisions["AFTER"]) != 1:
+        print(f"the schema revisions differ: {revisions}")
+        return 1
+    print(f"{'VmRSS per worker, MiB':24} {'BEFORE':>8} {'AFTER':>8} {'AFTER-BEFORE':>13}")
+    medians = {
+        side: {figure: statistics.median(values) for figure, values in rows.items()}
+        for side, rows in figures.items()
+    }
+    for figure in ("first start", "later start"):
+        before, after = medians["BEFORE"][figure], medians["AFTER"][figure]
+        print(f"{figure:24} {before:8.1f} {after:8.1f} {after - before:13.1f}")
+    ok = medians["AFTER"]["first start"] < medians["BEFORE"]["first start"] - SLACK_MIB
+    print("GATE PASS" if ok else "GATE FAIL")
+    return 0 if ok else 1
