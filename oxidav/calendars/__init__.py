@@ -11,6 +11,10 @@
   ``reads``: the records it hands out and its prepared single reads; ``object_rows``: the
   row writes of a PUT (preconditions, UID uniqueness), as statements built once.
 - ``errors``: typed errors naming the RFC 4791 preconditions.
+
+icalendar and recurring_ical_events are imported inside the functions that use them (and for
+type checking), never when a module of this package is imported: a server whose users only
+keep files never loads them (``tests/app/test_import_weight.py``).
 """
 
 from oxidav.calendars.caldata import CalendarDataRequest, parse_calendar_data

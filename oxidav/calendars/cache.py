@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
-import icalendar
+if TYPE_CHECKING:
+    import icalendar
 
 
 class ParsedCache:
@@ -32,6 +34,8 @@ class ParsedCache:
             if entry is not None:
                 self._items.move_to_end(etag)
                 return entry[0]
+        import icalendar
+
         calendar = icalendar.Calendar.from_ical(text)
         weight = len(text)
         if weight > self.max_text_bytes:

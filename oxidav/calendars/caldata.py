@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import icalendar
-from icalendar.prop import vDDDTypes, vText
 from lxml import etree
 
 from oxidav.calendars.errors import InvalidFilter, UnsupportedCalendarData, caldav
@@ -23,7 +21,9 @@ from oxidav.calendars.recurrence import RECURRING_COMPONENTS, Instance, instance
 from oxidav.calendars.timerange import freebusy_periods, instance_overlaps
 from oxidav.calendars.timeutil import FLOATING_SLACK, to_utc
 
-Component = icalendar.cal.Component
+if TYPE_CHECKING:
+    from icalendar.cal import Component
+
 
 _COMP, _PROP = caldav("comp"), caldav("prop")
 _ALLPROP, _ALLCOMP = caldav("allprop"), caldav("allcomp")
@@ -128,6 +128,8 @@ def _utc_value(value: Any) -> Any:
 
 
 def _to_utc_properties(component: Component) -> None:
+    from icalendar.prop import vDDDTypes
+
     for name in list(component.keys()):
         prop = component[name]
         if isinstance(prop, vDDDTypes) and isinstance(prop.dt, datetime) and prop.dt.tzinfo:
@@ -137,6 +139,8 @@ def _to_utc_properties(component: Component) -> None:
 def instance_component(instance: Instance) -> Component:
     """One instance as a stand-alone component: its own DTSTART/DTEND/DUE and RECURRENCE-ID,
     no recurrence rules, all zoned times in UTC (RFC 4791 §9.6.5)."""
+    from icalendar.prop import vDDDTypes
+
     source = instance.component
     result = source.copy()
     for name in _RECURRENCE_RULES:
@@ -238,6 +242,9 @@ def limit_freebusy_set(calendar: Component, rng: TimeRange, floating: tzinfo = U
 
 
 def _novalue(prop: Any) -> Any:
+    import icalendar
+    from icalendar.prop import vText
+
     empty: Any = vText("")
     empty.params = getattr(prop, "params", icalendar.Parameters())
     return empty
@@ -276,6 +283,8 @@ def render_calendar_data(
     if request.is_plain:
         return text
     if calendar is None:
+        import icalendar
+
         calendar = icalendar.Calendar.from_ical(text)
     if request.expand is not None:
         calendar = expand(calendar, request.expand, floating)

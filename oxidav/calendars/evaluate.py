@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
-
-import icalendar
-from icalendar.prop import vCategory
+from typing import TYPE_CHECKING, Any
 
 from oxidav.calendars.filters import CompFilter, ParamFilter, PropFilter, TextMatch, TimeRange
 from oxidav.calendars.recurrence import Instance, instances, max_duration, single_instance
@@ -28,10 +25,11 @@ from oxidav.calendars.timerange import alarm_overlaps, instance_overlaps, proper
 from oxidav.calendars.timeutil import FLOATING_SLACK
 from oxidav.collation import text_matches
 
+if TYPE_CHECKING:
+    from icalendar.cal import Component
+
 #: At most this many instances of one object are examined for one comp-filter.
 MAX_INSTANCES = 100_000
-
-Component = icalendar.cal.Component
 
 
 def properties(component: Component, name: str) -> list[Any]:
@@ -45,6 +43,8 @@ def properties(component: Component, name: str) -> list[Any]:
 def property_texts(prop: Any) -> list[str]:
     """The text(s) a text-match is applied to: unescaped TEXT, each CATEGORIES value and the
     whole list, or the iCalendar form of any other value."""
+    from icalendar.prop import vCategory
+
     if isinstance(prop, vCategory):
         cats = [str(cat) for cat in prop.cats]
         return [*cats, ",".join(cats)]

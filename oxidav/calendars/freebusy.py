@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
-
-import icalendar
+from typing import TYPE_CHECKING
 
 from oxidav.calendars.filters import TimeRange
 from oxidav.calendars.recurrence import instances, max_duration
 from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget
 from oxidav.calendars.timerange import freebusy_periods, instance_overlaps, instance_span
 from oxidav.calendars.timeutil import FLOATING_SLACK, format_utc
+
+if TYPE_CHECKING:
+    import icalendar
 
 Period = tuple[datetime, datetime]
 _ORDER = ("BUSY", "BUSY-UNAVAILABLE", "BUSY-TENTATIVE")

@@ -11,9 +11,8 @@ the query's time zone.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import icalendar
 from dateutil.rrule import rrulestr  # type: ignore[import-untyped]
 
 from oxidav.calendars.errors import RecurrenceBudgetExceeded
@@ -21,11 +20,13 @@ from oxidav.calendars.recurrence import is_recurring, natural_end
 from oxidav.calendars.rules import DEFAULT_LIMITS, budgeted
 from oxidav.calendars.timeutil import FLOATING_SLACK, is_date, to_utc
 
+if TYPE_CHECKING:
+    from icalendar.cal import Component
+
 #: A COUNT larger than this is indexed as unbounded instead of being enumerated.
 MAX_COUNTED_INSTANCES = 100_000
 
 Bounds = tuple[datetime | None, datetime | None]
-Component = icalendar.cal.Component
 
 
 def _floating(value: date | datetime) -> bool:
@@ -103,7 +104,9 @@ def _rule_last_start(rule_text: str, start: date | datetime) -> date | datetime 
         return None
     if "UNTIL=" in upper:
         until_text = upper.split("UNTIL=", 1)[1].split(";", 1)[0]
-        parse: Any = icalendar.prop.vDDDTypes.from_ical
+        from icalendar.prop import vDDDTypes
+
+        parse: Any = vDDDTypes.from_ical
         until = parse(until_text)
         return until if isinstance(until, date) else None
     count = int(upper.split("COUNT=", 1)[1].split(";", 1)[0] or "0")

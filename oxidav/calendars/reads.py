@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
+from typing import TYPE_CHECKING
 
-import icalendar
 from sqlalchemy import BindParameter, bindparam, select
 from sqlalchemy.sql import Select
 
@@ -21,6 +21,9 @@ from oxidav.calendars.timeutil import timezone_from_ical
 from oxidav.db import Database
 from oxidav.db.models.calendars import Calendar, CalendarObject
 from oxidav.db.prepared import PreparedRead, PreparedReadsByCount
+
+if TYPE_CHECKING:
+    import icalendar
 
 _PARSED = ParsedCache()
 

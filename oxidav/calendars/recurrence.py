@@ -20,14 +20,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
-
-import icalendar
-import recurring_ical_events
+from typing import TYPE_CHECKING, Any
 
 from oxidav.calendars.errors import RecurrenceBudgetExceeded
 from oxidav.calendars.rules import DEFAULT_LIMITS, ExpansionBudget, RecurrenceLimits, jumped
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, is_date, to_utc
+
+if TYPE_CHECKING:
+    import icalendar
 
 #: Components that can recur (RFC 5545 §3.8.5).
 RECURRING_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL"})
@@ -166,6 +166,9 @@ def _instance_of(occurrence: Any, name: str) -> Instance:
 def _series(group: list[icalendar.cal.Component], name: str) -> list[Any]:
     """The recurrence-ical-events series of ``group``, built for this call only (a series
     is cheap to build; its rules are replaced per window, so it is never shared)."""
+    import icalendar
+    import recurring_ical_events
+
     holder = icalendar.Calendar()
     for component in group:
         holder.add_component(component)
@@ -251,6 +254,8 @@ def validate_recurrence(
     """Raise ValueError if the recurrence set of ``calendar`` cannot be computed, and
     ``RecurrenceBudgetExceeded`` if a rule finds no instance within ``FIRST_INSTANCE_WORK``
     periods from its DTSTART (a rule that never occurs is recognised that way)."""
+    import recurring_ical_events
+
     budget = ExpansionBudget(min(limits.max_work, FIRST_INSTANCE_WORK), limits.max_instances)
     try:
         all_series = list(recurring_ical_events.of(calendar, components=[name]).series)

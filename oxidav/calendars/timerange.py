@@ -9,13 +9,14 @@ A missing bound of the range is unbounded.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from typing import Any
-
-import icalendar
+from typing import TYPE_CHECKING, Any
 
 from oxidav.calendars.filters import TimeRange
 from oxidav.calendars.recurrence import Instance, Time
 from oxidav.calendars.timeutil import is_date, to_utc
+
+if TYPE_CHECKING:
+    import icalendar
 
 
 def _lt(a: datetime | None, b: datetime | None) -> bool:

@@ -12,8 +12,6 @@ import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import icalendar
-
 #: The server's CALDAV:min-date-time and CALDAV:max-date-time (RFC 4791 §5.2.6, §5.2.7).
 MIN_DATE_TIME = datetime(1800, 1, 1, tzinfo=UTC)
 MAX_DATE_TIME = datetime(3000, 1, 1, tzinfo=UTC)
@@ -59,6 +57,8 @@ def timezone_from_ical(text: str) -> tzinfo | None:
     used. None if ``text`` holds no usable VTIMEZONE."""
     if not text.strip():
         return None
+    import icalendar
+
     try:
         calendar = icalendar.Calendar.from_ical(text)
     except ValueError:

@@ -21,9 +21,7 @@ import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import icalendar
+from typing import TYPE_CHECKING, Any
 
 from oxidav.calendars.errors import (
     DateTooEarly,
@@ -40,6 +38,9 @@ from oxidav.calendars.recurrence import RECURRING_COMPONENTS, is_recurring, vali
 from oxidav.calendars.rules import DEFAULT_LIMITS, RecurrenceLimits
 from oxidav.calendars.timeutil import MAX_DATE_TIME, MIN_DATE_TIME, to_utc
 from oxidav.xml_chars import first_xml_invalid
+
+if TYPE_CHECKING:
+    import icalendar
 
 #: Component types a calendar object resource may hold (besides VTIMEZONE).
 KNOWN_COMPONENTS = frozenset({"VEVENT", "VTODO", "VJOURNAL", "VFREEBUSY"})
@@ -69,6 +70,8 @@ def parse_calendar(data: bytes | str) -> icalendar.Calendar:
     if bad is not None:
         raise InvalidCalendarData(f"calendar data contains the control character {bad!r}")
     _check_nesting(text)
+    import icalendar
+
     try:
         components = icalendar.Calendar.from_ical(text, multiple=True)
     except (ValueError, IndexError, KeyError) as exc:

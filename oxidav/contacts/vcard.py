@@ -4,15 +4,15 @@ vobject's lexer reads the text (line unfolding, content-line and parameter synta
 kept *raw*, still escaped as on the wire, and never decoded by a vobject "behavior": vobject's
 vCard behavior only knows 3.0 and would, for instance, split a 4.0 ``PHOTO:data:…,…`` URI at
 its comma. Keeping values raw makes a parse/serialize round trip lossless, photos included;
-the 3.0 <-> 4.0 conversion (``convert``) rewrites only the lines it must.
+the 3.0 <-> 4.0 conversion (``convert``) rewrites only the lines it must. vobject is imported
+by ``parse_vcards`` on its first call, not with this module: a server that serves only files
+never loads it.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-
-from vobject.base import ParseError, getLogicalLines, parseLine
 
 CRLF = "\r\n"
 FOLD_OCTETS = 75
@@ -125,6 +125,8 @@ def parse_vcards(text: str) -> list[VCard]:
     Raises ``VCardSyntaxError`` for a line that is not a content line, a property outside a
     vCard, a nested component, or a vCard that is never closed.
     """
+    from vobject.base import ParseError, getLogicalLines, parseLine
+
     if text.startswith("\ufeff"):
         text = text[1:]
     cards: list[VCard] = []
