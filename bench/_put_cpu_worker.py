@@ -1,13 +1,16 @@
 """One measurement of ``files_put_cpu``: small PUTs through oxidav's WSGI app in this process.
 
-Run by path (``python bench/_put_cpu_worker.py DATA_DIR FILES WARMUP``) with ``PYTHONPATH`` naming
-the folder whose ``oxidav`` package is measured. The data folder must hold a migrated database
-with user alice (``oxidav user add``). PUTs ``WARMUP`` untimed files, then ``FILES`` timed ones
-(distinct 4 KiB contents, ``files_put.content``), each into a new name of one folder, and
-prints one JSON line: the thread's CPU and the wall-clock microseconds per timed PUT (the wall
-time also holds what the thread waited for: the syncs of a checkpoint) and the SHA-256 of every
-timed file as a GET through the same app returns it (statuses included), which BEFORE and
-AFTER must share.
+Run by path (``python bench/_put_cpu_worker.py DATA_DIR FILES WARMUP [WORKLOAD]``) with
+``PYTHONPATH`` naming the folder whose ``oxidav`` package is measured. The data folder must hold
+a migrated database with user alice (``oxidav user add``). PUTs ``WARMUP`` untimed resources,
+then ``FILES`` timed ones, and prints one JSON line: the thread's CPU and the wall-clock
+microseconds per timed PUT (the wall time also holds what the thread waited for: the syncs of a
+checkpoint) and the SHA-256 of every timed resource as a GET through the same app returns it
+(statuses included), which BEFORE and AFTER must share.
+
+``WORKLOAD`` ``files`` (the default): distinct 4 KiB files (``files_put.content``), each into a
+new name of one folder. ``caldav``: events (``caldav_vs_radicale.event``: every tenth a weekly
+series) into one new calendar, the timed ones into a calendar already holding ``WARMUP``.
 """
 
 from __future__ import annotations
@@ -26,21 +29,23 @@ from typing import Any
 # ``bench`` comes from this checkout (ahead of the measured folder, which may hold an older
 # one), ``oxidav`` from the measured folder: the checkout leaves the path before it is imported.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._calendar_data import MKCALENDAR, event
 from bench.files_put import content
 
 del sys.path[0]
 
 BASE = "/remote.php/dav/files/alice/"
+CALENDAR = "/remote.php/dav/calendars/alice/bench/"
 AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
 
 
 def request(
-    app: Callable[..., Any], method: str, path: str, body: bytes = b""
+    app: Callable[..., Any], method: str, path: str, body: bytes = b"", base: str = BASE
 ) -> tuple[str, bytes]:
     environ = {
         "REQUEST_METHOD": method,
         "SCRIPT_NAME": "",
-        "PATH_INFO": BASE + path,
+        "PATH_INFO": base + path,
         "QUERY_STRING": "",
         "SERVER_NAME": "127.0.0.1",
         "SERVER_PORT": "80",
@@ -65,13 +70,16 @@ def request(
     return status[0], body_out
 
 
-def main(data_dir: str, files: int, warmup: int) -> None:
+def main(data_dir: str, files: int, warmup: int, workload: str = "files") -> None:
     os.environ["OXIDAV_DATA_DIR"] = data_dir
     os.environ["OXIDAV_LOG_LEVEL"] = "WARNING"
     from oxidav.app import make_app
     from oxidav.settings import load_settings
 
     app = make_app(load_settings())
+    if workload == "caldav":
+        events(app, files, warmup)
+        return
     for run, count in (("warmup", warmup), ("timed", files)):
         status, _ = request(app, "MKCOL", run)
         if not status.startswith("201"):
@@ -92,5 +100,27 @@ def main(data_dir: str, files: int, warmup: int) -> None:
     print(json.dumps({**per_put, "answers": answers.hexdigest()}))
 
 
+def events(app: Callable[..., Any], files: int, warmup: int) -> None:
+    """The ``caldav`` workload (module docstring)."""
+    status, _ = request(app, "MKCALENDAR", "", MKCALENDAR.encode(), base=CALENDAR)
+    if not status.startswith("201"):
+        raise SystemExit(f"MKCALENDAR: {status}")
+    for run, numbers in (("warmup", range(warmup)), ("timed", range(warmup, warmup + files))):
+        bodies = [event(i).encode() for i in numbers]
+        started, wall_started = time.thread_time(), time.perf_counter()
+        for i, body in zip(numbers, bodies, strict=True):
+            status, _ = request(app, "PUT", f"e{i:05d}.ics", body, base=CALENDAR)
+            if not status.startswith("201"):
+                raise SystemExit(f"PUT e{i:05d}.ics ({run}): {status}")
+        cpu = time.thread_time() - started
+        wall = time.perf_counter() - wall_started
+    answers = hashlib.sha256()
+    for i in range(warmup, warmup + files):
+        status, body = request(app, "GET", f"e{i:05d}.ics", base=CALENDAR)
+        answers.update(status.encode() + hashlib.sha256(body).digest())
+    per_put = {"cpu": 1e6 * cpu / files, "wall": 1e6 * wall / files}
+    print(json.dumps({**per_put, "answers": answers.hexdigest()}))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])

@@ -27,15 +27,13 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from lxml import etree
 
+from bench._calendar_data import CAL, MKCALENDAR, event
 from bench._vs_radicale import USER, Client, side_by_side
 
-CAL = "urn:ietf:params:xml:ns:caldav"
-ZONES = ("UTC", "Europe/Berlin", "America/New_York")
 WEEK = ("20260601T000000Z", "20260608T000000Z")
 QUERY = (
     '<?xml version="1.0" encoding="utf-8"?>'
@@ -55,39 +53,8 @@ SYNC = (
     '<D:sync-collection xmlns:D="DAV:"><D:sync-token>{token}</D:sync-token>'
     "<D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>"
 )
-MKCALENDAR = (
-    '<?xml version="1.0" encoding="utf-8"?>'
-    f'<C:mkcalendar xmlns:D="DAV:" xmlns:C="{CAL}"><D:set><D:prop>'
-    "<D:displayname>Bench</D:displayname></D:prop></D:set></C:mkcalendar>"
-)
 XML = {"Content-Type": "application/xml; charset=utf-8"}
 CALENDAR = {"Content-Type": "text/calendar; charset=utf-8"}
-
-
-def event(i: int, summary: str = "") -> str:
-    """Event ``i``: every tenth a weekly series (half of them with an end), the rest single
-    events spread over 2026 in three time zones."""
-    zone = ZONES[i % 3]
-    start = datetime(2026, 1, 1, 7) + timedelta(hours=(i * 37) % 8760)
-    stamp = start.strftime("%Y%m%dT%H%M%S")
-    when = f"DTSTART:{stamp}Z" if zone == "UTC" else f"DTSTART;TZID={zone}:{stamp}"
-    lines = [
-        "BEGIN:VCALENDAR",
-        "VERSION:2.0",
-        "PRODID:-//oxidav bench//EN",
-        "BEGIN:VEVENT",
-        f"UID:bench-{i:05d}",
-        "DTSTAMP:20260101T000000Z",
-        when,
-        "DURATION:PT1H",
-        f"SUMMARY:{summary or f'Event {i}'}",
-        f"DESCRIPTION:Benchmark event number {i} with a little text to parse",
-        f"LOCATION:Room {i % 50}",
-    ]
-    if i % 10 == 0:
-        lines.append("RRULE:FREQ=WEEKLY" + (";COUNT=20" if i % 20 == 0 else ""))
-    lines += ["END:VEVENT", "END:VCALENDAR"]
-    return "\r\n".join(lines) + "\r\n"
 
 
 def uids(body: bytes) -> list[str]:

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench._calendar_data import MKCALENDAR
 from bench._vs_radicale import USER, Client, free_port, side_by_side, wait_for_port
 from bench.caldav_vs_radicale import (
-    MKCALENDAR,
     MULTIGET,
     SYNC,
     XML,

@@ -10,6 +10,9 @@ run in turn, ``--pairs`` times, alternating which goes first, and the verdict is
 the pairs' ratios BEFORE/AFTER, so a drift of the machine's speed hits both sides of a pair.
 Every file is read back through the app, and both must return the same bytes and statuses.
 
+``--workload caldav`` times event PUTs into a calendar that already holds ``--warmup`` events
+instead of file PUTs (the CalDAV PUT path: parsing, validation, the index, the change log).
+
 ``--figure wall`` decides on the wall-clock time per PUT instead, for a change to what the
 thread waits for rather than what it computes (the syncs of a SQLite checkpoint); the other
 figure is shown too.
@@ -18,7 +21,7 @@ Exits 1 unless the median ratio is above 1.0 (AFTER spends less per PUT), or whe
 answers differ.
 
     python -m bench files_put_cpu [--pairs 8] [--files 4000] [--warmup 500] [--figure wall]
-        [--before REV | --before-src DIR] [--after-src DIR]
+        [--workload caldav] [--before REV | --before-src DIR] [--after-src DIR]
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ FIGURES = ("cpu", "wall")
 WORKER = Path(__file__).with_name("_put_cpu_worker.py")
 
 
-def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, object]:
+def measure(
+    source: Path, data_dir: Path, files: int, warmup: int, workload: str = "files"
+) -> dict[str, object]:
     """One worker process on ``source``'s ``oxidav`` package and a new data folder."""
     env = {
         **os.environ,
@@ -56,7 +61,7 @@ def measure(source: Path, data_dir: Path, files: int, warmup: int) -> dict[str, 
         stdout=subprocess.DEVNULL,
     )
     done = subprocess.run(
-        [sys.executable, str(WORKER), str(data_dir), str(files), str(warmup)],
+        [sys.executable, str(WORKER), str(data_dir), str(files), str(warmup), workload],
         env=env,
         check=True,
         capture_output=True,
@@ -73,6 +78,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--files", type=int, default=4000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--figure", choices=FIGURES, default="cpu", help="what decides")
+    parser.add_argument("--workload", choices=("files", "caldav"), default="files")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir="/var/tmp") as name:
         tmp = Path(name)
@@ -87,7 +93,9 @@ def main(argv: list[str]) -> int:
         for pair in range(args.pairs):
             order = [("BEFORE", before), ("AFTER", after)]
             for name, source in order if pair % 2 == 0 else reversed(order):
-                found = measure(source, tmp / f"{name}-{pair}", args.files, args.warmup)
+                found = measure(
+                    source, tmp / f"{name}-{pair}", args.files, args.warmup, args.workload
+                )
                 for figure in FIGURES:
                     seen[name, figure].append(float(str(found[figure])))
                 answers.add(found["answers"])
@@ -103,7 +111,8 @@ def main(argv: list[str]) -> int:
     if len(answers) != 1:
         print("GATE FAIL: BEFORE and AFTER read back different files")
         return 1
-    print("| µs per 4 KiB PUT | BEFORE | AFTER | BEFORE/AFTER (median of pairs) |")
+    what = "event PUT" if args.workload == "caldav" else "4 KiB PUT"
+    print(f"| µs per {what} | BEFORE | AFTER | BEFORE/AFTER (median of pairs) |")
     print("|---|---|---|---|")
     ratios: dict[str, float] = {}
     for figure in FIGURES:
