@@ -154,6 +154,8 @@ def upgrade_in_child(engine: Engine) -> None:
         except SchemaTooNewError as exc:
             os.write(write_end, str(exc).encode())
             code = _TOO_NEW
+        except KeyboardInterrupt:  # Ctrl-C reached both: the parent says so, in one line
+            code = 130
         except BaseException:
             traceback.print_exc()
         finally:
