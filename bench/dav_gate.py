@@ -23,7 +23,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench._revisions import REPO, add_side_options, before_source
+from bench._revisions import add_gate_options, alternating, side_sources
 from bench._vs_radicale import PASSWORD, Client
 from bench.caldav_vs_radicale import put_each
 from bench.dav_vs_xandikos import OX_BOOK, OX_CAL, load, measure
@@ -36,40 +36,33 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cards", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--puts", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--decide", action="append", help="a figure that decides (repeatable)")
-    add_side_options(parser)
+    add_gate_options(parser)
     args = parser.parse_args(argv)
     figures: dict[str, dict[str, list[float]]] = {"BEFORE": {}, "AFTER": {}}
     answers: dict[str, dict[str, object]] = {"BEFORE": {}, "AFTER": {}}
     with tempfile.TemporaryDirectory(prefix="bench-dav-") as tmp_name:
         tmp = Path(tmp_name)
-        sources = {
-            "BEFORE": before_source(args, tmp),
-            "AFTER": args.after_src.resolve() if args.after_src else REPO,
-        }
-        for n in range(args.rounds):
-            order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
-            for name in order:
-                data = tmp / f"{name}-{n}"
-                server = start_server_process(
-                    ["--data-dir", str(data), "--port", "0"],
-                    env={"OXIDAV_ADMIN_PASSWORD": PASSWORD, "OXIDAV_LOG_LEVEL": "WARNING"},
-                    cwd=sources[name],
-                )
-                try:
-                    client = Client(int(server.base_url.rsplit(":", 1)[1]))
-                    load(client, OX_CAL, OX_BOOK, args.events, args.cards)
-                    results = measure(client, OX_CAL, OX_BOOK, args.events, args.runs)
-                    fresh = range(args.events + 2000, args.events + 2000 + args.puts)
-                    put_rate = put_each(client, OX_CAL, fresh)
-                finally:
-                    server.stop()
-                for figure, (median_ms, _p95, answer) in results.items():
-                    figures[name].setdefault(figure, []).append(1000 / median_ms)
-                    answers[name][figure] = answer
-                figures[name].setdefault("CalDAV PUT", []).append(put_rate)
-                answers[name]["CalDAV PUT"] = len(fresh)
+        sources = side_sources(args, tmp)
+        for n, name in alternating(args.rounds):
+            data = tmp / f"{name}-{n}"
+            server = start_server_process(
+                ["--data-dir", str(data), "--port", "0"],
+                env={"OXIDAV_ADMIN_PASSWORD": PASSWORD, "OXIDAV_LOG_LEVEL": "WARNING"},
+                cwd=sources[name],
+            )
+            try:
+                client = Client(int(server.base_url.rsplit(":", 1)[1]))
+                load(client, OX_CAL, OX_BOOK, args.events, args.cards)
+                results = measure(client, OX_CAL, OX_BOOK, args.events, args.runs)
+                fresh = range(args.events + 2000, args.events + 2000 + args.puts)
+                put_rate = put_each(client, OX_CAL, fresh)
+            finally:
+                server.stop()
+            for figure, (median_ms, _p95, answer) in results.items():
+                figures[name].setdefault(figure, []).append(1000 / median_ms)
+                answers[name][figure] = answer
+            figures[name].setdefault("CalDAV PUT", []).append(put_rate)
+            answers[name]["CalDAV PUT"] = len(fresh)
     ok = answers["BEFORE"] == answers["AFTER"]
     print(f"{'figure (req/s)':22} {'BEFORE':>10} {'AFTER':>10} {'AFTER/BEFORE':>13}")
     for figure in figures["BEFORE"]:

@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench._files_servers import Server, add_alice, oxidav_env, oxidav_server
+from bench._revisions import alternating
 from bench.files_propfind import BODIES, listing
 from bench.files_put import content
 from bench.files_vs_apache import CLIENTS, GET_FILES, populate_oxidav, small
@@ -108,16 +109,14 @@ def main(argv: list[str]) -> int:
             "PROPFIND 500 x8 req/s": lambda pool, server, n: rate(pool, server, "propfind"),
         }
         with ProcessPoolExecutor(CLIENTS) as pool:
-            for n in range(args.rounds):
-                order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
-                for name in order:
-                    with oxidav_server(envs[name], name=name) as server:
-                        setup = server.client()
-                        setup.request("MKCOL", f"r{n}")
-                        setup.close()
-                        for figure, job in jobs.items():
-                            figures[name].setdefault(figure, []).append(job(pool, server, n))
-                        check_puts(server, f"r{n}")
+            for n, name in alternating(args.rounds):
+                with oxidav_server(envs[name], name=name) as server:
+                    setup = server.client()
+                    setup.request("MKCOL", f"r{n}")
+                    setup.close()
+                    for figure, job in jobs.items():
+                        figures[name].setdefault(figure, []).append(job(pool, server, n))
+                    check_puts(server, f"r{n}")
     ok = True
     print(f"cores: {os.cpu_count()}; AFTER: --workers {args.workers or 'per CPU'}")
     print(f"{'figure':24} {'BEFORE':>10} {'AFTER':>10} {'AFTER/BEFORE':>13}")

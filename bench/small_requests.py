@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 
 from bench._files_servers import add_alice, oxidav_env, oxidav_server
-from bench._revisions import REPO, add_side_options, before_source
+from bench._revisions import add_gate_options, alternating, side_sources
 from bench.files_vs_apache import CLIENTS, populate_oxidav
 from bench.serve_workers import check_puts, rate
 
@@ -31,17 +31,12 @@ FIGURES = ("GET 4 KiB x8 req/s", "PROPFIND 500 x8 req/s", "PUT 4 KiB x8 files/s"
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench small_requests")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--decide", action="append", choices=FIGURES)
-    add_side_options(parser)
+    add_gate_options(parser, FIGURES)
     args = parser.parse_args(argv)
     figures: dict[str, dict[str, list[float]]] = {"BEFORE": {}, "AFTER": {}}
     with tempfile.TemporaryDirectory(prefix="bench-small-") as tmp_name:
         tmp = Path(tmp_name)
-        sources = {
-            "BEFORE": before_source(args, tmp),
-            "AFTER": args.after_src.resolve() if args.after_src else REPO,
-        }
+        sources = side_sources(args, tmp)
         template = oxidav_env(tmp / "template")
         add_alice(template)
         populate_oxidav(template, [500])
@@ -50,21 +45,19 @@ def main(argv: list[str]) -> int:
             shutil.copytree(tmp / "template", tmp / name)
             envs[name] = oxidav_env(tmp / name)
         with ProcessPoolExecutor(CLIENTS) as pool:
-            for n in range(args.rounds):
-                order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
-                for name in order:
-                    with oxidav_server(envs[name], source=sources[name], name=name) as server:
-                        setup = server.client()
-                        setup.request("MKCOL", f"r{n}")
-                        setup.close()
-                        runs = {
-                            FIGURES[0]: partial(rate, pool, server, "get"),
-                            FIGURES[1]: partial(rate, pool, server, "propfind"),
-                            FIGURES[2]: partial(rate, pool, server, "put", f"r{n}"),
-                        }
-                        for figure, run in runs.items():
-                            figures[name].setdefault(figure, []).append(run())
-                        check_puts(server, f"r{n}")
+            for n, name in alternating(args.rounds):
+                with oxidav_server(envs[name], source=sources[name], name=name) as server:
+                    setup = server.client()
+                    setup.request("MKCOL", f"r{n}")
+                    setup.close()
+                    runs = {
+                        FIGURES[0]: partial(rate, pool, server, "get"),
+                        FIGURES[1]: partial(rate, pool, server, "propfind"),
+                        FIGURES[2]: partial(rate, pool, server, "put", f"r{n}"),
+                    }
+                    for figure, run in runs.items():
+                        figures[name].setdefault(figure, []).append(run())
+                    check_puts(server, f"r{n}")
     ok = True
     decide = set(args.decide or FIGURES)
     print(f"{'figure':24} {'BEFORE':>10} {'AFTER':>10} {'AFTER/BEFORE':>13}")

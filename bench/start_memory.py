@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from bench._files_servers import Server, oxidav_env, oxidav_server
-from bench._revisions import REPO, add_side_options, before_source
+from bench._revisions import add_gate_options, alternating, side_sources
 
 #: What AFTER must save, at least, on a deciding figure (MiB).
 SLACK_MIB = 2.0
@@ -49,9 +49,7 @@ def _revision(data: Path) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench start_memory")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--decide", action="append", choices=FIGURES)
-    add_side_options(parser)
+    add_gate_options(parser, FIGURES)
     args = parser.parse_args(argv)
     figures: dict[str, dict[str, list[float]]] = {
         side: {figure: [] for figure in FIGURES} for side in ("BEFORE", "AFTER")
@@ -59,19 +57,14 @@ def main(argv: list[str]) -> int:
     revisions: dict[str, set[str]] = {"BEFORE": set(), "AFTER": set()}
     with tempfile.TemporaryDirectory(prefix="bench-first-start-") as tmp_name:
         tmp = Path(tmp_name)
-        sources = {
-            "BEFORE": before_source(args, tmp),
-            "AFTER": args.after_src.resolve() if args.after_src else REPO,
-        }
-        for n in range(args.rounds):
-            order = ("BEFORE", "AFTER") if n % 2 == 0 else ("AFTER", "BEFORE")
-            for side in order:
-                data = tmp / f"{side}-{n}"
-                env = {**oxidav_env(data), "OXIDAV_ADMIN_PASSWORD": "a long admin secret"}
-                for figure, flags in (("first start", ["--init"]), ("later start", [])):
-                    with oxidav_server(env, sources[side], side, flags) as server:
-                        figures[side][figure].append(_rss_after_requests(server))
-                revisions[side].add(_revision(data))
+        sources = side_sources(args, tmp)
+        for n, side in alternating(args.rounds):
+            data = tmp / f"{side}-{n}"
+            env = {**oxidav_env(data), "OXIDAV_ADMIN_PASSWORD": "a long admin secret"}
+            for figure, flags in (("first start", ["--init"]), ("later start", [])):
+                with oxidav_server(env, sources[side], side, flags) as server:
+                    figures[side][figure].append(_rss_after_requests(server))
+            revisions[side].add(_revision(data))
     if revisions["BEFORE"] != revisions["AFTER"] or len(revisions["AFTER"]) != 1:
         print(f"the schema revisions differ: {revisions}")
         return 1
