@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # ``bench`` comes from this checkout (ahead of the measured folder, which may hold an older
 # one), ``oxidav`` from the measured folder: the checkout leaves the path before it is imported.
@@ -70,6 +70,40 @@ def request(
     return status[0], body_out
 
 
+#: A request of a workload: the path (under the workload's base) and the body.
+Sent = tuple[str, bytes]
+
+
+class Workload(NamedTuple):
+    base: str
+    setup_method: str  # each setup request must answer 201
+    setup: list[Sent]
+    warmup: list[Sent]
+    timed: list[Sent]
+
+
+def files_workload(files: int, warmup: int) -> Workload:
+    """The ``files`` workload (module docstring)."""
+    runs = {
+        run: [(f"{run}/f{i}.bin", content(i, run)) for i in range(count)]
+        for run, count in (("warmup", warmup), ("timed", files))
+    }
+    setup = [("warmup", b""), ("timed", b"")]
+    return Workload(BASE, "MKCOL", setup, runs["warmup"], runs["timed"])
+
+
+def caldav_workload(files: int, warmup: int) -> Workload:
+    """The ``caldav`` workload (module docstring)."""
+
+    def puts(numbers: range) -> list[Sent]:
+        return [(f"e{i:05d}.ics", event(i).encode()) for i in numbers]
+
+    setup = [("", MKCALENDAR.encode())]
+    return Workload(
+        CALENDAR, "MKCALENDAR", setup, puts(range(warmup)), puts(range(warmup, warmup + files))
+    )
+
+
 def main(data_dir: str, files: int, warmup: int, workload: str = "files") -> None:
     os.environ["OXIDAV_DATA_DIR"] = data_dir
     os.environ["OXIDAV_LOG_LEVEL"] = "WARNING"
@@ -77,46 +111,23 @@ def main(data_dir: str, files: int, warmup: int, workload: str = "files") -> Non
     from oxidav.settings import load_settings
 
     app = make_app(load_settings())
-    if workload == "caldav":
-        events(app, files, warmup)
-        return
-    for run, count in (("warmup", warmup), ("timed", files)):
-        status, _ = request(app, "MKCOL", run)
+    made = (caldav_workload if workload == "caldav" else files_workload)(files, warmup)
+    base = made.base
+    for path, body in made.setup:
+        status, _ = request(app, made.setup_method, path, body, base=base)
         if not status.startswith("201"):
-            raise SystemExit(f"MKCOL {run}: {status}")
-        bodies = [content(i, run) for i in range(count)]
+            raise SystemExit(f"{made.setup_method} {path}: {status}")
+    for run, puts in (("warmup", made.warmup), ("timed", made.timed)):
         started, wall_started = time.thread_time(), time.perf_counter()
-        for i, body in enumerate(bodies):
-            status, _ = request(app, "PUT", f"{run}/f{i}.bin", body)
+        for path, body in puts:
+            status, _ = request(app, "PUT", path, body, base=base)
             if not status.startswith(("201", "204")):
-                raise SystemExit(f"PUT {run}/f{i}.bin: {status}")
+                raise SystemExit(f"PUT {path} ({run}): {status}")
         cpu = time.thread_time() - started
         wall = time.perf_counter() - wall_started
     answers = hashlib.sha256()
-    for i in range(files):
-        status, body = request(app, "GET", f"timed/f{i}.bin")
-        answers.update(status.encode() + hashlib.sha256(body).digest())
-    per_put = {"cpu": 1e6 * cpu / files, "wall": 1e6 * wall / files}
-    print(json.dumps({**per_put, "answers": answers.hexdigest()}))
-
-
-def events(app: Callable[..., Any], files: int, warmup: int) -> None:
-    """The ``caldav`` workload (module docstring)."""
-    status, _ = request(app, "MKCALENDAR", "", MKCALENDAR.encode(), base=CALENDAR)
-    if not status.startswith("201"):
-        raise SystemExit(f"MKCALENDAR: {status}")
-    for run, numbers in (("warmup", range(warmup)), ("timed", range(warmup, warmup + files))):
-        bodies = [event(i).encode() for i in numbers]
-        started, wall_started = time.thread_time(), time.perf_counter()
-        for i, body in zip(numbers, bodies, strict=True):
-            status, _ = request(app, "PUT", f"e{i:05d}.ics", body, base=CALENDAR)
-            if not status.startswith("201"):
-                raise SystemExit(f"PUT e{i:05d}.ics ({run}): {status}")
-        cpu = time.thread_time() - started
-        wall = time.perf_counter() - wall_started
-    answers = hashlib.sha256()
-    for i in range(warmup, warmup + files):
-        status, body = request(app, "GET", f"e{i:05d}.ics", base=CALENDAR)
+    for path, _body in made.timed:
+        status, body = request(app, "GET", path, base=base)
         answers.update(status.encode() + hashlib.sha256(body).digest())
     per_put = {"cpu": 1e6 * cpu / files, "wall": 1e6 * wall / files}
     print(json.dumps({**per_put, "answers": answers.hexdigest()}))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,7 @@ def test_starting_on_a_migrated_database_leaves_alembic_unimported(db_url: str) 
     assert out.strip() == "[]"
 
 
+@contextmanager
 def _new_database(backend: str, tmp_path: Path) -> Iterator[str]:
     """The URL of an empty database, never migrated."""
     if backend == "sqlite":
@@ -87,7 +89,7 @@ def test_the_server_migrates_in_a_child_and_keeps_no_alembic(backend: str, tmp_p
     """A server's first start migrates a new database in a child process: the schema is at
     the newest revision afterwards, Alembic was never imported in the server, and the
     server's own pooled connection (opened before the child) still works."""
-    for url in _new_database(backend, tmp_path):
+    with _new_database(backend, tmp_path) as url:
         program = (
             "import sys\n"
             "from sqlalchemy import text\n"
