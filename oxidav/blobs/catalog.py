@@ -7,6 +7,7 @@ copy), and the few dialect differences (``ON CONFLICT``) are hidden in ``_insert
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -33,6 +33,7 @@ from oxidav.blobs.manifests import ManifestBuilder, ManifestEntry
 from oxidav.db import Database, Transaction, UTCDateTime, core, utcnow
 from oxidav.db.models.blobs import BlobChunk, BlobManifest, BlobManifestChunk
 from oxidav.db.prepared import Prepared
+from oxidav.db.upsert import upsert
 
 #: Largest ``IN (…)`` list sent in one statement.
 IN_LIST_MAX = 500
@@ -64,12 +65,6 @@ class BlobChainConflictError(RuntimeError):
     longer than the gc grace period). Nothing was made visible; the ingest can be repeated."""
 
 
-def _insert(session: Session, table: Table) -> Any:
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
-
-
 def _batches(items: Sequence[str], size: int = IN_LIST_MAX) -> Iterator[Sequence[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -90,8 +85,9 @@ def chunk_refcounts(session: Session, keys: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def _claim_statement(dialect: Any) -> Any:
-    stmt = dialect.insert(_chunks)
+@functools.cache
+def _claim(dialect_name: str) -> Any:
+    stmt = upsert(dialect_name, _chunks)
     return stmt.on_conflict_do_update(
         index_elements=[_chunks.c.hash],
         set_={"orphaned_at": stmt.excluded.orphaned_at},
@@ -105,9 +101,13 @@ _REFCOUNTS = select(_chunks.c.hash, _chunks.c.refcount).where(
     _chunks.c.hash.in_(bindparam("keys", expanding=True))
 )
 _REFCOUNT_ONE = select(_chunks.c.hash, _chunks.c.refcount).where(_chunks.c.hash == bindparam("key"))
-_CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(postgresql)}
-# One chunk: the upsert alone answers (it returns the row only if it inserted or renewed it).
-_CLAIM_ONE = {name: Prepared(stmt.returning(_chunks.c.hash)) for name, stmt in _CLAIM.items()}
+
+
+@functools.cache
+def _claim_one(dialect_name: str) -> Prepared:
+    """One chunk: the upsert alone answers (it returns the row only if it inserted or renewed
+    it)."""
+    return Prepared(_claim(dialect_name).returning(_chunks.c.hash))
 
 
 def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: datetime) -> set[str]:
@@ -132,7 +132,7 @@ def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: date
     if len(sizes) == 1:
         ((key, size),) = sizes.items()
         row = {"hash": key, "size": size, "refcount": 0, "created_at": now, "orphaned_at": now}
-        return {key} if _CLAIM_ONE[conn.dialect.name].run(conn, row).rows else set()
+        return {key} if _claim_one(conn.dialect.name).run(conn, row).rows else set()
     keys = list(sizes)
     referenced: set[str] = set()
     for part in _batches(keys):
@@ -144,7 +144,7 @@ def claim_chunks(session: Session | Connection, sizes: dict[str, int], now: date
     wanted = sorted(key for key in keys if key not in referenced)
     if wanted:
         conn.execute(
-            _CLAIM[conn.dialect.name],
+            _claim(conn.dialect.name),
             [
                 {"hash": k, "size": sizes[k], "refcount": 0, "created_at": now, "orphaned_at": now}
                 for k in wanted
@@ -159,7 +159,7 @@ def adopt_orphan_files(session: Session, sizes: dict[str, int], now: datetime) -
     if not sizes:
         return 0
     stmt = (
-        _insert(session, _chunks)
+        upsert(session.get_bind().dialect.name, _chunks)
         .on_conflict_do_nothing(index_elements=[_chunks.c.hash])
         .returning(_chunks.c.hash)
     )
@@ -284,18 +284,15 @@ def _add_chunk_references(session: Session, manifest_hash: str, distinct: int) -
         raise BlobChainConflictError(f"chunks of manifest {manifest_hash} vanished during ingest")
 
 
-def _insert_manifest_statement(dialect: Any) -> Any:
-    return (
-        dialect.insert(_manifests)
+@functools.cache
+def _insert_manifest(dialect_name: str) -> Prepared:
+    return Prepared(
+        upsert(dialect_name, _manifests)
         .on_conflict_do_nothing(index_elements=[_manifests.c.hash])
         .returning(_manifests.c.hash)
     )
 
 
-_INSERT_MANIFEST = {
-    "sqlite": Prepared(_insert_manifest_statement(sqlite)),
-    "postgresql": Prepared(_insert_manifest_statement(postgresql)),
-}
 _TOUCH_MANIFEST = (
     update(_manifests)
     .where(_manifests.c.hash == bindparam("manifest_hash"))
@@ -360,7 +357,7 @@ def _insert_or_touch_manifest(
         "orphaned_at": None if references else now,
     }
     while True:
-        if _INSERT_MANIFEST[conn.dialect.name].run(conn, row).rows:
+        if _insert_manifest(conn.dialect.name).run(conn, row).rows:
             return True
         if references:
             touched = conn.execute(

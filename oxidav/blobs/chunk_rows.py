@@ -11,6 +11,7 @@ inline``): the statements ``catalog`` runs on them, built once.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -26,21 +27,21 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 
 from oxidav.db import Transaction, UTCDateTime, core
 from oxidav.db.models.blobs import BlobChunk
 from oxidav.db.prepared import Prepared
+from oxidav.db.upsert import upsert
 
 _chunks: Table = BlobChunk.__table__  # type: ignore[assignment]
 
 
-def _inline_statement(dialect: Any, as_content: bool) -> Any:
+def _inline_statement(dialect_name: str, as_content: bool) -> Any:
     """A chunk kept in its row gains ``refcount`` references — ``as_content``: as a content
     named by the chunk, counted in ``content_refs`` too: a new row holds the bytes; an
     unreferenced existing one (garbage, or another ingest's intent) is given them, so the
     content does not rely on its blob; a referenced one keeps what it has."""
-    stmt = dialect.insert(_chunks)
+    stmt = upsert(dialect_name, _chunks)
     changes = {
         "refcount": _chunks.c.refcount + stmt.excluded.refcount,
         "orphaned_at": None,
@@ -53,14 +54,16 @@ def _inline_statement(dialect: Any, as_content: bool) -> Any:
     return stmt.on_conflict_do_update(index_elements=[_chunks.c.hash], set_=changes)
 
 
-_ADD_INLINE = {
-    "sqlite": Prepared(_inline_statement(sqlite, as_content=False)),
-    "postgresql": Prepared(_inline_statement(postgresql, as_content=False)),
-}
-_ADD_CONTENT = {
-    "sqlite": Prepared(_inline_statement(sqlite, as_content=True)),
-    "postgresql": Prepared(_inline_statement(postgresql, as_content=True)),
-}
+@functools.cache
+def _add_inline(dialect_name: str) -> Prepared:
+    return Prepared(_inline_statement(dialect_name, as_content=False))
+
+
+@functools.cache
+def _add_content(dialect_name: str) -> Prepared:
+    return Prepared(_inline_statement(dialect_name, as_content=True))
+
+
 #: The size and references of the content named by a chunk (a row that is or was one).
 _CONTENT_CHUNK = select(_chunks.c.size, _chunks.c.content_refs).where(
     _chunks.c.hash == bindparam("key"), _chunks.c.content_refs.is_not(None)
@@ -91,7 +94,7 @@ _CHANGE_CONTENT_REFS = Prepared(
 def add_inline_chunk(conn: Connection, row: dict[str, Any]) -> None:
     """Upsert the chunk row ``row`` (hash, size, refcount, created_at, orphaned_at, data) as
     one use by a manifest entry (``_inline_statement``)."""
-    _ADD_INLINE[conn.dialect.name].run(conn, row)
+    _add_inline(conn.dialect.name).run(conn, row)
 
 
 def add_content_chunk(
@@ -114,7 +117,7 @@ def add_content_chunk(
         "orphaned_at": None,
         "data": data,
     }
-    _ADD_CONTENT[conn.dialect.name].run(conn, row)
+    _add_content(conn.dialect.name).run(conn, row)
 
 
 def content_chunk(conn: Connection, chunk_hash: str) -> tuple[int, int] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, MetaData
+from sqlalchemy import DateTime, Index, MetaData
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
@@ -28,6 +28,17 @@ class Base(DeclarativeBase):
     """Base class of all oxidav tables."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def partial_index(name: str, *columns: str, where: str, unique: bool = False) -> Index:
+    """The index ``name`` over the rows for which the SQL condition ``where`` holds, as the
+    migrations create it on SQLite and PostgreSQL (``sqlite_where`` / ``postgresql_where``).
+
+    The model keeps the condition in ``Index.info["where"]``, not in those dialect options:
+    naming ``postgresql_where`` makes SQLAlchemy import its PostgreSQL dialect to check the
+    option, in every process, also on SQLite. tests/db/test_migrations.py checks that a
+    migrated database has exactly these conditions, on both."""
+    return Index(name, *columns, unique=unique, info={"where": where})
 
 
 class UTCDateTime(TypeDecorator[datetime]):

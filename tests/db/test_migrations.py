@@ -34,6 +34,36 @@ def test_migrated_schema_matches_models(database: Database) -> None:
     assert diff == []
 
 
+def _condition(text_or_clause: object) -> str:
+    """A partial index's condition as compared here: without outer parentheses, blanks
+    collapsed, upper case (PostgreSQL reflects ``(x IS NULL)``, SQLite the text it was given)."""
+    condition = " ".join(str(text_or_clause).split()).upper()
+    while condition.startswith("(") and condition.endswith(")"):
+        condition = condition[1:-1].strip()
+    return condition
+
+
+def test_partial_indexes_have_the_models_conditions(database: Database) -> None:
+    """Every index a model declares partial (``partial_index``) has that condition in the
+    migrated database, and no other index is partial."""
+    dialect = database.engine.dialect.name
+    declared = _declared_for(dialect)
+    expected = {
+        index.name: _condition(index.info["where"]) if "where" in index.info else None
+        for table in Base.metadata.tables.values()
+        for index in table.indexes
+        if declared(index, index.name, "index", False, None)
+    }
+    assert sum(condition is not None for condition in expected.values()) >= 9
+    reflected: dict[str, str | None] = {}
+    inspector = inspect(database.engine)
+    for table_name in inspector.get_table_names():
+        for index in inspector.get_indexes(table_name):
+            where = index.get("dialect_options", {}).get(f"{dialect}_where")
+            reflected[str(index["name"])] = None if where is None else _condition(where)
+    assert {name: reflected.get(name, "missing") for name in expected} == expected
+
+
 def test_the_card_index_is_covering_on_sqlite_only(database: Database) -> None:
     names = {index["name"] for index in inspect(database.engine).get_indexes("card_index")}
     on_sqlite = database.engine.dialect.name == "sqlite"

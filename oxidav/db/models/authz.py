@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, Integer, String, text
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from oxidav.db.base import Base, UTCDateTime, utcnow
+from oxidav.db.base import Base, UTCDateTime, partial_index, utcnow
 
 
 class UserGroup(Base):
@@ -51,21 +51,19 @@ class GroupMember(Base):
 
     __table_args__ = (
         CheckConstraint("(member_user_id IS NULL) <> (member_group_id IS NULL)", name="one_member"),
-        Index(
+        partial_index(
             "uq_group_members_user",
             "group_id",
             "member_user_id",
             unique=True,
-            sqlite_where=text("member_user_id IS NOT NULL"),
-            postgresql_where=text("member_user_id IS NOT NULL"),
+            where="member_user_id IS NOT NULL",
         ),
-        Index(
+        partial_index(
             "uq_group_members_group",
             "group_id",
             "member_group_id",
             unique=True,
-            sqlite_where=text("member_group_id IS NOT NULL"),
-            postgresql_where=text("member_group_id IS NOT NULL"),
+            where="member_group_id IS NOT NULL",
         ),
         # Resolving a user's groups walks upwards: by member user, then by member group.
         Index("ix_group_members_member_user_id", "member_user_id"),
@@ -110,23 +108,21 @@ class Grant(Base):
         Index("ix_grants_owner_id", "owner_id"),
         # One grant per subject and resource; granting again updates it. These two also serve
         # "grants for these subjects" (``subject_user_id = ?`` implies the partial predicate).
-        Index(
+        partial_index(
             "uq_grants_user_resource",
             "subject_user_id",
             "resource_kind",
             "resource_id",
             unique=True,
-            sqlite_where=text("subject_user_id IS NOT NULL"),
-            postgresql_where=text("subject_user_id IS NOT NULL"),
+            where="subject_user_id IS NOT NULL",
         ),
-        Index(
+        partial_index(
             "uq_grants_group_resource",
             "subject_group_id",
             "resource_kind",
             "resource_id",
             unique=True,
-            sqlite_where=text("subject_group_id IS NOT NULL"),
-            postgresql_where=text("subject_group_id IS NOT NULL"),
+            where="subject_group_id IS NOT NULL",
         ),
     )
 

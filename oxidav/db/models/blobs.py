@@ -32,18 +32,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String, text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from oxidav.db.base import Base, UTCDateTime, utcnow
+from oxidav.db.base import Base, UTCDateTime, partial_index, utcnow
 
 HASH_LEN = 64
 
 
 def _orphans_index(name: str) -> Index:
     """The index of ``orphaned_at`` over the unreferenced rows (those that have one)."""
-    unreferenced = text("orphaned_at IS NOT NULL")
-    return Index(name, "orphaned_at", sqlite_where=unreferenced, postgresql_where=unreferenced)
+    return partial_index(name, "orphaned_at", where="orphaned_at IS NOT NULL")
 
 
 class BlobChunk(Base):

@@ -26,20 +26,15 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
-    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from oxidav.db.base import Base, UTCDateTime, utcnow
+from oxidav.db.base import Base, UTCDateTime, partial_index, utcnow
 
 #: Text compared byte-wise on both backends (UTF-8 byte order == code point order).
 BinaryText = Text().with_variant(Text(collation="C"), "postgresql")
 #: A name (one path segment), compared byte-wise like paths.
 BinaryName = String(255).with_variant(String(255, collation="C"), "postgresql")
-
-_LIVE = text("trashed_at IS NULL")
-_ROOT = text("parent_id IS NULL")
-_TRASHED = text("trash_root_id IS NOT NULL")
 
 
 class Node(Base):
@@ -75,26 +70,18 @@ class Node(Base):
     original_path: Mapped[str | None] = mapped_column(BinaryText, nullable=True)
 
     __table_args__ = (
-        Index(
+        partial_index(
             "uq_nodes_live_parent_name",
             "parent_id",
             "name",
             unique=True,
-            sqlite_where=_LIVE,
-            postgresql_where=_LIVE,
+            where="trashed_at IS NULL",
         ),
-        Index(
-            "uq_nodes_user_root", "user_id", unique=True, sqlite_where=_ROOT, postgresql_where=_ROOT
-        ),
+        partial_index("uq_nodes_user_root", "user_id", unique=True, where="parent_id IS NULL"),
         Index("ix_nodes_user_path", "user_id", "path"),
         # Only trashed rows have a trash root: live rows (nearly all of them, and every row a
         # PUT inserts) stay out of the index.
-        Index(
-            "ix_nodes_trash_root",
-            "trash_root_id",
-            sqlite_where=_TRASHED,
-            postgresql_where=_TRASHED,
-        ),
+        partial_index("ix_nodes_trash_root", "trash_root_id", where="trash_root_id IS NOT NULL"),
         # A node id is Nextcloud's fileid: it must never be handed out twice, also after a
         # purge (SQLite would otherwise reuse the largest freed rowid).
         {"sqlite_autoincrement": True},

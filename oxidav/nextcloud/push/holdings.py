@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from oxidav.db import Database, core, utcnow
 from oxidav.db.models.blobs import BlobManifestChunk
 from oxidav.db.models.nextcloud import PushStagedChunk
 from oxidav.db.models.tree import Node
+from oxidav.db.upsert import upsert
 
 _BATCH = 500
 
@@ -58,8 +58,7 @@ def record_staged(db: Database, user_id: int, keys: Iterable[str]) -> None:
     if not rows:
         return
     with db.write_core() as connection:
-        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(PushStagedChunk.__table__)
+        statement = upsert(connection.dialect.name, PushStagedChunk.__table__)
         connection.execute(
             statement.on_conflict_do_update(
                 index_elements=["user_id", "chunk_hash"],

@@ -10,12 +10,11 @@ properties are personal; this module only reads and writes the rows.
 from __future__ import annotations
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from oxidav.authz.grants.resources import Resource, ResourceKind
 from oxidav.db import Database
 from oxidav.db.models.share_overrides import ShareOverride
+from oxidav.db.upsert import upsert
 
 
 def load_all(db: Database, user_id: int, kind: ResourceKind) -> dict[int, dict[str, str]]:
@@ -49,8 +48,7 @@ def save(db: Database, user_id: int, resource: Resource, name: str, value: str |
                 )
             )
             return
-        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-        stmt = insert(ShareOverride).values(**key, value=value)
+        stmt = upsert(session.get_bind().dialect.name, ShareOverride).values(**key, value=value)
         session.execute(
             stmt.on_conflict_do_update(
                 index_elements=list(key), set_={"value": stmt.excluded.value}
