@@ -3,6 +3,9 @@
 Each command is a small handler ``(args, settings) -> exit code``. Rooms with commands of their
 own (blobs, tree, authz, locks, uploads, backup, config) contribute them through a
 ``register(subparsers)`` function in their ``cli`` module; ``ROOM_COMMANDS`` lists those modules.
+``oxidav serve`` runs through here, and its worker processes inherit what this process
+imported: a ``cli`` module defines its commands' options, and its handlers import the work
+itself (a backup, a push, an fsck) when they run.
 """
 
 from __future__ import annotations

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import difflib
 import importlib.util
 import ipaddress
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -438,6 +436,8 @@ def _apply(
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only with a config file
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -522,6 +522,8 @@ def unknown_env_warnings(env: Mapping[str, str] | None = None) -> list[str]:
             continue
         # Compared without the prefix every name shares, which would make all look alike.
         key = name[len(ENV_PREFIX) :].lower()
+        import difflib  # only for a misspelt name
+
         close = difflib.get_close_matches(key, sorted(_field_names()), n=1, cutoff=0.7)
         hint = f"; did you mean {env_name(close[0])}?" if close else ""
         lines.append(f"unknown environment variable {name} is ignored{hint}")

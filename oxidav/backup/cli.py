@@ -7,9 +7,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from oxidav.backup.manifest import BackupError
-from oxidav.backup.restore import restore_backup
-from oxidav.backup.snapshot import create_backup
 from oxidav.progress import Interrupted, Meter, StopFlag, metered
 from oxidav.settings import Settings
 
@@ -17,6 +14,8 @@ from oxidav.settings import Settings
 def _run(title: str, work: Callable[[Meter, StopFlag], object], unfinished: str) -> int:
     """Run one long command with its progress meter: its report on stdout (exit 0), a
     ``BackupError`` as one line (exit 2), an interruption as one line (exit 128 + signal)."""
+    from oxidav.backup.manifest import BackupError
+
     try:
         with metered(title) as (meter, stop):
             report = work(meter, stop)
@@ -31,6 +30,8 @@ def _run(title: str, work: Callable[[Meter, StopFlag], object], unfinished: str)
 
 
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    from oxidav.backup.snapshot import create_backup
+
     return _run(
         "backup",
         lambda meter, stop: create_backup(settings, Path(args.dest), meter, stop),
@@ -39,6 +40,8 @@ def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from oxidav.backup.restore import restore_backup
+
     return _run(
         "restore",
         lambda meter, stop: restore_backup(settings, Path(args.source), meter, stop),

@@ -15,9 +15,7 @@ import contextlib
 import os
 import sys
 
-from oxidav.blobs.fsck import check
 from oxidav.blobs.gc import DEFAULT_GRACE_SECONDS, LIVE_MIN_GRACE, collect_garbage
-from oxidav.blobs.migrate import migrate, switch_blob_store_setting
 from oxidav.blobs.store import BlobStore, BlobStoreError
 from oxidav.blobs.urls import store_from_settings
 from oxidav.db import Database
@@ -45,6 +43,8 @@ def _refused(exc: ServersRunningError) -> int:
 
 
 def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
+    from oxidav.blobs.fsck import check
+
     db, store = _open(settings)
     try:
         with metered("fsck") as (meter, stop):
@@ -85,6 +85,8 @@ def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from oxidav.blobs.migrate import migrate, switch_blob_store_setting
+
     current = settings.resolved_blob_store
     if args.to == current:
         print(f"oxidav: the blob store already is {current}", file=sys.stderr)

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from oxidav.push.engine import PushAborted, PushOptions, PushReport, push_tree
-from oxidav.push.http import PushHTTPError
+if TYPE_CHECKING:
+    from oxidav.push.engine import PushReport
 
 
 def main(argv: list[str]) -> int:
@@ -106,6 +107,9 @@ def _summary(report: PushReport) -> str:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    from oxidav.push.engine import PushAborted, PushOptions, push_tree
+    from oxidav.push.http import PushHTTPError
+
     if not args.user:
         print("oxidav push: no user (--user or OXIDAV_PUSH_USER)", file=sys.stderr)
         return 2
