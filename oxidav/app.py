@@ -59,11 +59,8 @@ from oxidav.observability.endpoints import observability_routes
 from oxidav.observability.metrics import Metrics
 from oxidav.observability.readiness import Readiness
 from oxidav.origin import OriginPolicy, ProxyHeaders
-from oxidav.providers import principals
-from oxidav.providers.caldav import reports as caldav_reports
-from oxidav.providers.caldav.provider import CalendarsProvider
-from oxidav.providers.carddav import reports as carddav_reports
-from oxidav.providers.carddav.provider import AddressbooksProvider
+from oxidav.providers import caldav, carddav, principals
+from oxidav.providers.dav.deferred import DeferredRoom, Loaded
 from oxidav.providers.dav.request_server import DavExtensions
 from oxidav.providers.dav.resolver import DAV_EXTENSIONS, XML_INPUT, OxiRequestResolver
 from oxidav.providers.dav.root import DavRootProvider
@@ -116,12 +113,36 @@ def wrap(stack: Sequence[Layer], innermost: WSGIApplication) -> WSGIApplication:
     return app
 
 
-def dav_extensions() -> DavExtensions:
+def calendars_room(settings: Settings, services: Services) -> DeferredRoom:
+    """CalDAV, imported by its first request (``oxidav.providers.dav.deferred``)."""
+
+    def load() -> Loaded:
+        from oxidav.providers.caldav.provider import CalendarsProvider
+        from oxidav.providers.caldav.reports import REPORTS
+
+        return CalendarsProvider(services.db, settings), REPORTS
+
+    return DeferredRoom(load, caldav.REPORT_NAMES)
+
+
+def addressbooks_room(settings: Settings, services: Services) -> DeferredRoom:
+    """CardDAV, imported by its first request (``oxidav.providers.dav.deferred``)."""
+
+    def load() -> Loaded:
+        from oxidav.providers.carddav.provider import AddressbooksProvider
+        from oxidav.providers.carddav.reports import REPORTS
+
+        return AddressbooksProvider(services.db, settings), REPORTS
+
+    return DeferredRoom(load, carddav.REPORT_NAMES)
+
+
+def dav_extensions(calendars: DeferredRoom, addressbooks: DeferredRoom) -> DavExtensions:
     """The REPORTs and the SEARCH handler of oxidav's DAV surface."""
     return DavExtensions(
         reports=[
-            *caldav_reports.REPORTS,
-            *carddav_reports.REPORTS,
+            *calendars.reports(),
+            *addressbooks.reports(),
             *principals.REPORTS,
             *nextcloud_reports.REPORTS,
         ],
@@ -129,7 +150,9 @@ def dav_extensions() -> DavExtensions:
     )
 
 
-def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
+def _provider_mapping(
+    settings: Settings, services: Services, calendars: DeferredRoom, addressbooks: DeferredRoom
+) -> dict[str, Any]:
     """Every DAV provider and the path it is mounted at (longest prefix wins)."""
     return {
         urls.DAV_ROOT: DavRootProvider(),
@@ -140,16 +163,18 @@ def _provider_mapping(settings: Settings, services: Services) -> dict[str, Any]:
         urls.LEGACY_WEBDAV: FilesProvider.from_settings(
             settings, services.db, services.blobs, user_from="auth", canonical_share=urls.FILES
         ),
-        urls.ADDRESSBOOKS: AddressbooksProvider(services.db, settings),
+        urls.ADDRESSBOOKS: addressbooks.provider(),
         urls.PRINCIPALS: PrincipalsProvider(services.db, settings, principals.HOME_PROPERTIES),
-        urls.CALENDARS: CalendarsProvider(services.db, settings),
+        urls.CALENDARS: calendars.provider(),
     }
 
 
 def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
     """The WsgiDAV configuration of oxidav's DAV surface."""
+    calendars = calendars_room(settings, services)
+    addressbooks = addressbooks_room(settings, services)
     return {
-        "provider_mapping": _provider_mapping(settings, services),
+        "provider_mapping": _provider_mapping(settings, services, calendars, addressbooks),
         "middleware_stack": DAV_STACK,
         "http_authenticator": {
             "domain_controller": OxiDomainController,
@@ -170,7 +195,7 @@ def dav_config(settings: Settings, services: Services) -> dict[str, Any]:
             holders=LockHolders(services.db),
         ),
         XML_INPUT: XmlInput(max_body_bytes=settings.max_xml_body_bytes),
-        DAV_EXTENSIONS: dav_extensions(),
+        DAV_EXTENSIONS: dav_extensions(calendars, addressbooks),
         "property_manager": None,
         "block_size": 256 * 1024,
         "verbose": 1,

@@ -25,11 +25,6 @@ from wsgidav.dav_provider import DAVCollection, DAVProvider
 
 from oxidav import urls
 from oxidav.db import Database
-from oxidav.providers.caldav.context import (
-    CALENDAR_HOME_SET,
-    CALENDAR_USER_ADDRESS_SET,
-    CALENDAR_USER_TYPE,
-)
 from oxidav.providers.dav.collections import Getter, LiveProperties, finite_depth
 from oxidav.providers.dav.multistatus import response_bytes, send_multistatus
 from oxidav.providers.dav.root import DavRoot
@@ -53,6 +48,9 @@ PRINCIPAL_COLLECTION_SET = "{DAV:}principal-collection-set"
 GROUP_MEMBERSHIP = "{DAV:}group-membership"
 ALTERNATE_URI_SET = "{DAV:}alternate-URI-set"
 ADDRESSBOOK_HOME_SET = "{urn:ietf:params:xml:ns:carddav}addressbook-home-set"
+CALENDAR_HOME_SET = "{urn:ietf:params:xml:ns:caldav}calendar-home-set"
+CALENDAR_USER_ADDRESS_SET = "{urn:ietf:params:xml:ns:caldav}calendar-user-address-set"
+CALENDAR_USER_TYPE = "{urn:ietf:params:xml:ns:caldav}calendar-user-type"
 #: A principal may be read, not changed (RFC 3744 §3).
 PRINCIPAL_PRIVILEGES = ("{DAV:}read", "{DAV:}read-current-user-privilege-set")
 

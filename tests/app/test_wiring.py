@@ -11,7 +11,15 @@ from wsgiref.util import setup_testing_defaults
 
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from oxidav.app import DAV_STACK, PUBLIC_DAV_STACK, dav_config, dav_extensions, make_app
+from oxidav.app import (
+    DAV_STACK,
+    PUBLIC_DAV_STACK,
+    addressbooks_room,
+    calendars_room,
+    dav_config,
+    dav_extensions,
+    make_app,
+)
 from oxidav.providers.dav.request_server import DavExtensions
 from oxidav.providers.dav.resolver import DAV_EXTENSIONS, OxiRequestResolver
 from tests.support.live import LiveServer
@@ -54,8 +62,12 @@ def test_the_stacks_read_in_request_order() -> None:
     assert len(set(DAV_STACK)) == len(DAV_STACK)
 
 
-def test_reports_of_one_name_answer_for_their_own_resources() -> None:
-    extensions = dav_extensions()
+def test_reports_of_one_name_answer_for_their_own_resources(live_server: LiveServer) -> None:
+    assert live_server.services is not None
+    settings, services = live_server.settings, live_server.services
+    extensions = dav_extensions(
+        calendars_room(settings, services), addressbooks_room(settings, services)
+    )
     assert SYNC in extensions.reports  # calendars and address books both answer it
     assert {"{urn:ietf:params:xml:ns:caldav}calendar-query", SYNC} <= set(extensions.reports)
     assert extensions.search is not None
@@ -78,3 +90,24 @@ def test_an_app_given_no_extensions_answers_no_report_and_no_search(
     assert "SEARCH" not in bare_allow and "SEARCH" in full_allow
     # building the bare app changed nothing in the full one, built after or before it
     assert call(make_app(settings, services), "REPORT", home, REPORT_BODY)[0].startswith("207")
+
+
+def test_the_deferred_rooms_name_their_reports_in_order() -> None:
+    """``make_app`` lists a room's REPORTs by the names its package gives, before importing
+    it: they are exactly the names of the room's reports, in their order."""
+    from oxidav.providers import caldav, carddav
+    from oxidav.providers.caldav.reports import REPORTS as CALDAV_REPORTS
+    from oxidav.providers.carddav.reports import REPORTS as CARDDAV_REPORTS
+
+    assert tuple(report.name for report in CALDAV_REPORTS) == caldav.REPORT_NAMES
+    assert tuple(report.name for report in CARDDAV_REPORTS) == carddav.REPORT_NAMES
+
+
+def test_the_first_request_of_a_deferred_room_may_be_a_report(live_server: LiveServer) -> None:
+    assert live_server.services is not None
+    settings, services = live_server.settings, live_server.services
+    app = make_app(settings, services)
+    home = "/remote.php/dav/calendars/alice/personal/"
+    assert call(app, "REPORT", home, REPORT_BODY)[0].startswith("207")
+    assert call(app, "PROPFIND", home)[0].startswith("207")
+    assert call(app, "REPORT", home, REPORT_BODY)[0].startswith("207")

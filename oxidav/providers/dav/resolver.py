@@ -8,6 +8,7 @@ from typing import Any
 from wsgidav.dav_error import HTTP_NOT_FOUND, DAVError
 from wsgidav.request_resolver import RequestResolver
 
+from oxidav.providers.dav.deferred import DeferredProvider
 from oxidav.providers.dav.request_server import DavExtensions, OxiRequestServer
 from oxidav.providers.dav.xml_input import XmlInput
 
@@ -34,6 +35,8 @@ class OxiRequestResolver(RequestResolver):  # type: ignore[misc]
         provider = environ["wsgidav.provider"]
         if provider is None:
             raise DAVError(HTTP_NOT_FOUND, f"No resource at {environ['PATH_INFO']!r}")
+        if isinstance(provider, DeferredProvider):  # the first request to its room
+            provider = environ["wsgidav.provider"] = provider.provider_for(environ["wsgidav.app"])
         app_iter = OxiRequestServer(provider, self.xml_input, self.extensions)(
             environ, start_response
         )
