@@ -318,6 +318,24 @@ def test_a_first_sync_lists_every_present_member_as_the_change_log_does(live_ser
     assert _sync_result(sync(live_server, cal, _sync_result(first)[1]))[0] == {}
 
 
+def test_a_sync_asking_only_getetag_answers_each_members_etag_header(live_server, cal) -> None:
+    """Asked for getetag alone, a sync answers from the rows (no resource is built); asked
+    for more, through each member's resource: both give the ETag header of GET."""
+    for i in range(3):
+        put(live_server, cal + f"e{i}.ics", ics(f"e{i}"))
+    with_more = (
+        '<D:sync-collection xmlns:D="DAV:"><D:sync-token/><D:sync-level>1</D:sync-level>'
+        "<D:prop><D:getetag/><D:getcontenttype/></D:prop></D:sync-collection>"
+    )
+    alone = _etags(sync(live_server, cal))
+    both = _etags(live_server.request("REPORT", cal, with_more, {"Depth": "1"}))
+    headers = {
+        cal + f"e{i}.ics": live_server.request("GET", cal + f"e{i}.ics").headers["etag"]
+        for i in range(3)
+    }
+    assert alone == both == headers
+
+
 def test_ctag_changes_with_content(live_server, cal) -> None:
     before = propfind(live_server, cal, "<CS:getctag/>").findtext(".//CS:getctag", namespaces=NS)
     put(live_server, cal + "c.ics", ics("c"))

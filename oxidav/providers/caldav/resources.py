@@ -58,6 +58,7 @@ from oxidav.providers.dav.collections import (
     ObjectCollection,
     OwnedCollection,
     TextObjectResource,
+    row_etag,
 )
 from oxidav.providers.dav.home import CollectionHome
 from oxidav.providers.dav.shared import (
@@ -70,6 +71,7 @@ from oxidav.providers.dav.users import UserRecord
 from oxidav.providers.dav.xml import (
     CURRENT_USER_PRIVILEGE_SET,
     DISPLAYNAME,
+    GETETAG,
     OWNER,
     condition,
     text_element,
@@ -258,6 +260,8 @@ class CalendarCollection(ObjectCollection[CalendarBackend]):
     def member_properties(
         self, request: CalendarPropRequest, obj: ObjectInfo
     ) -> list[tuple[str, Any]]:
+        if request.etag_only:
+            return [(GETETAG, row_etag(obj))]
         return request.properties(self.member_resource(obj), self.floating_tz)
 
 

@@ -49,6 +49,7 @@ from oxidav.providers.dav.collections import (
     ObjectCollection,
     OwnedCollection,
     TextObjectResource,
+    row_etag,
 )
 from oxidav.providers.dav.home import CollectionHome
 from oxidav.providers.dav.shared import (
@@ -57,7 +58,7 @@ from oxidav.providers.dav.shared import (
     forget_shares,
     shared_name,
 )
-from oxidav.providers.dav.xml import DISPLAYNAME, element_text
+from oxidav.providers.dav.xml import DISPLAYNAME, GETETAG, element_text
 from oxidav.sync import ChangeSet
 from oxidav.urls import addressbook_home_href
 
@@ -170,6 +171,8 @@ class AddressBookCollection(ObjectCollection[ContactsBackend]):
         return self.backend.store.objects_named(self.info.id, names)
 
     def member_properties(self, request: PropRequest, card: CardInfo) -> list[tuple[str, Any]]:
+        if request.etag_only:
+            return [(GETETAG, row_etag(card))]
         return request.properties(self.member_resource(card))
 
     def handle_delete(self) -> bool:

@@ -26,7 +26,7 @@ from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_FORBIDDEN, DAVError, DAVErrorCondition
 
 from oxidav.providers.dav.multistatus import response_bytes, send_multistatus, status_bytes
-from oxidav.providers.dav.xml import text_element
+from oxidav.providers.dav.xml import GETETAG, text_element
 
 INSUFFICIENT_STORAGE = "HTTP/1.1 507 Insufficient Storage"
 NOT_FOUND = "HTTP/1.1 404 Not Found"
@@ -94,6 +94,12 @@ class ReportProps:
         if body.find("{DAV:}propname") is not None:
             return cls(None, "name")
         return cls(body.find("{DAV:}prop"))
+
+    @property
+    def etag_only(self) -> bool:
+        """Whether DAV:getetag is all that is asked (a sync's usual question): a member's row
+        answers it alone (``collections.row_etag``), with no resource built."""
+        return self.mode == "named" and self.names == [GETETAG]
 
     @property
     def wants_data(self) -> bool:
