@@ -4,12 +4,10 @@
 names, errors), ``resources`` (home, calendars, objects), ``reports`` (calendar-query,
 multiget, free-busy, sync-collection), ``props`` (what a report asks to see; MKCALENDAR
 properties), ``writes`` (PUT, DELETE, COPY, MOVE of objects).
-
-``make_app`` wires this room through ``oxidav.providers.dav.deferred``: it is imported by
-the first request below its mount point. This module imports nothing; ``REPORT_NAMES`` are
-the names of ``reports.REPORTS``, in their order.
 """
 
+#: The names of ``reports.REPORTS``, in order: ``make_app`` lists them before the first
+#: request below the mount point imports the room (``oxidav.providers.dav.deferred``).
 REPORT_NAMES = (
     "{urn:ietf:params:xml:ns:caldav}calendar-query",
     "{urn:ietf:params:xml:ns:caldav}calendar-multiget",

@@ -22,15 +22,15 @@ Invariants:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wsgidav.dav_provider import DAVProvider
 
-if TYPE_CHECKING:
-    from lxml import etree
+from oxidav.providers.dav.request_server import ChosenReport
 
-    from oxidav.providers.dav.request_server import OxiRequestServer, Report
+if TYPE_CHECKING:
+    from oxidav.providers.dav.request_server import Report
 
 #: What a room's ``load`` returns: its provider and its reports.
 Loaded = tuple[DAVProvider, Sequence["Report"]]
@@ -103,7 +103,7 @@ class DeferredProvider(DAVProvider):  # type: ignore[misc]
         return self._real().get_resource_inst(path, environ)
 
 
-class DeferredReport:
+class DeferredReport(ChosenReport):
     """Stands for the report ``name`` of a room: applies to nothing until the room is loaded,
     then answers as the room's report of that name that applies to the resource."""
 
@@ -111,23 +111,8 @@ class DeferredReport:
         self.name = name
         self.room = room
 
-    def _for(self, resource: Any) -> Report | None:
+    def choose(self, resource: Any) -> Report | None:
         if not self.room.loaded:
             return None
         reports = self.room.load()[1]
         return next((r for r in reports if r.name == self.name and r.applies_to(resource)), None)
-
-    def applies_to(self, resource: Any) -> bool:
-        return self._for(resource) is not None
-
-    def handle(
-        self,
-        server: OxiRequestServer,
-        environ: dict[str, Any],
-        start_response: Any,
-        resource: Any,
-        body: etree._Element,
-    ) -> Iterable[bytes]:
-        report = self._for(resource)
-        assert report is not None  # do_REPORT asked applies_to first
-        return report.handle(server, environ, start_response, resource, body)

@@ -111,18 +111,17 @@ class DavExtensions:
         return [name for name, report in self.reports.items() if report.applies_to(resource)]
 
 
-class _FirstApplicable:
-    """Reports sharing one name, each for its own kind of resource."""
+class ChosenReport:
+    """A report that answers as the report ``choose(resource)`` gives, and applies where it
+    gives one."""
 
-    def __init__(self, name: str, reports: tuple[Report, ...]) -> None:
-        self.name = name
-        self.reports = reports
+    name: str
 
-    def _for(self, resource: Any) -> Report | None:
-        return next((r for r in self.reports if r.applies_to(resource)), None)
+    def choose(self, resource: Any) -> Report | None:
+        raise NotImplementedError
 
     def applies_to(self, resource: Any) -> bool:
-        return self._for(resource) is not None
+        return self.choose(resource) is not None
 
     def handle(
         self,
@@ -132,9 +131,20 @@ class _FirstApplicable:
         resource: Any,
         body: etree._Element,
     ) -> Iterable[bytes]:
-        report = self._for(resource)
+        report = self.choose(resource)
         assert report is not None  # do_REPORT asked applies_to first
         return report.handle(server, environ, start_response, resource, body)
+
+
+class _FirstApplicable(ChosenReport):
+    """Reports sharing one name, each for its own kind of resource."""
+
+    def __init__(self, name: str, reports: tuple[Report, ...]) -> None:
+        self.name = name
+        self.reports = reports
+
+    def choose(self, resource: Any) -> Report | None:
+        return next((r for r in self.reports if r.applies_to(resource)), None)
 
 
 def supported_reports(resource: Any) -> list[str]:
