@@ -2,7 +2,7 @@
 
 Every function takes the caller's ``Session`` and runs inside the caller's transaction; the
 statements are batched (one ``IN`` list per batch of chunks, one ``INSERT … SELECT`` per manifest
-copy), and the few dialect differences (``ON CONFLICT``) are hidden in ``_insert``.
+copy), and the few dialect differences (``ON CONFLICT``) are hidden in ``oxidav.db.upsert``.
 """
 
 from __future__ import annotations

@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sqlalchemy import Table
     from sqlalchemy.dialects.postgresql import Insert as PostgreSQLInsert
     from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
 
-def upsert(dialect_name: str, table: Table | Any) -> SQLiteInsert | PostgreSQLInsert:
+def upsert(dialect_name: str, table: Any) -> SQLiteInsert | PostgreSQLInsert:
     """An INSERT into ``table`` (a ``Table`` or a mapped class) that takes
     ``on_conflict_do_update`` / ``on_conflict_do_nothing``, for the dialect ``dialect_name``
     (``"sqlite"`` or ``"postgresql"``)."""

@@ -78,24 +78,26 @@ class DeferredProvider(DAVProvider):  # type: ignore[misc]
     def __init__(self, room: DeferredRoom) -> None:
         super().__init__()
         self.room = room
+        self._provider: DAVProvider | None = None
 
     def provider_for(self, app: Any) -> DAVProvider:
         """The real provider, configured as WsgiDAV configured this one, and put in place of
         this one in ``app``'s provider mapping (``app``: the WsgiDAV application)."""
         provider = self._real()
-        mapping: dict[str, Any] = getattr(app, "provider_map", {})
-        if mapping.get(self.share_path) is self:
-            mapping[self.share_path] = provider  # one item assigned: safe across threads
+        if app.provider_map.get(self.share_path) is self:
+            app.provider_map[self.share_path] = provider  # one item assigned: thread-safe
         return provider
 
     def _real(self) -> DAVProvider:
-        provider = self.room.load()[0]
-        if provider.share_path != self.share_path:  # not yet configured (set once, alike)
+        provider = self._provider
+        if provider is None:  # two first requests at once configure it alike, twice
+            provider = self.room.load()[0]
             provider.set_share_path(self.share_path)
             if self.mount_path:
                 provider.set_mount_path(self.mount_path)
             provider.set_lock_manager(self.lock_manager)
             provider.set_prop_manager(self.prop_manager)
+            self._provider = provider
         return provider
 
     def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Any:
