@@ -299,8 +299,8 @@ class LocalBlobStore:
         return self._iter_file(fh, start, end, block)
 
     def region(self, key: str) -> FileRegion:
-        """The whole blob ``key`` as an open, mapped ``FileRegion`` (checked on its mapped
-        pages and sent with ``sendfile`` by the HTTP server: no copy through the process)."""
+        """The whole blob ``key`` as an open ``FileRegion`` (checked through its file and sent
+        with ``sendfile`` by the HTTP server: no copy of the answer through the process)."""
         try:
             return FileRegion.open(self._file(key))
         except FileNotFoundError:

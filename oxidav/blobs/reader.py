@@ -10,13 +10,14 @@ before (a whole 512 MiB GET: the server's one busy thread spent a third of its t
 hashing). A chunk it reads whole is read in pieces of the block size and hashed as they come,
 so its bytes are served without a copy. A caller that takes ``FileRegion`` pieces (``regions``:
 oxidav's own HTTP gateway) gets such a chunk of a local store, if it is at least
-``REGION_FROM`` bytes, as one region of its file (``LocalBlobStore.region``): hashed on its
-mapped pages and sent with ``sendfile``, its bytes never pass through the process (a 512 MiB
-GET: a fifth of the server's CPU was the read's copy into the process, a sixth the send's copy
-out of it). A smaller chunk is read: mapping a file has a fixed cost that a few KiB of copying
-does not reach (a small file's GET). A chunk of at most ``INLINE_LIMIT``
-bytes is looked up in its database row first (``oxidav.blobs.inline``: small contents keep
-their one chunk there), and is checked the same way.
+``REGION_FROM`` bytes, as one region of its file (``LocalBlobStore.region``): hashed through
+one small buffer that stays in the CPU's cache (``FileRegion.feed``) and sent with
+``sendfile``, so the answer's bytes are never copied through the process (a 512 MiB GET: a
+fifth of the server's CPU was the read's copy into the process, a sixth the send's copy out of
+it). A smaller chunk is read: a region has a fixed cost that a few KiB of copying does not
+reach (a small file's GET). A chunk of at most ``INLINE_LIMIT`` bytes is looked up in its
+database row first (``oxidav.blobs.inline``: small contents keep their one chunk there), and
+is checked the same way.
 
 Integrity policy:
 
@@ -61,7 +62,7 @@ ENTRY_PAGE = 256
 PARTIAL_BELOW = 0.5
 #: On a store without parallel reads, a range at least this long reads the next chunk ahead.
 READ_AHEAD_FROM = 4 * 1024 * 1024
-#: A chunk read whole goes out as a ``FileRegion`` (mapped, sent with ``sendfile``) from this
+#: A chunk read whole goes out as a ``FileRegion`` (sent with ``sendfile``) from this
 #: size on; a smaller one is read, which costs less (bench/RESULTS.md).
 REGION_FROM = 256 * 1024
 
@@ -143,19 +144,20 @@ def fetch_verified(
 
 @runtime_checkable
 class RegionStore(Protocol):
-    """A store that hands out a blob as an open, mapped file (``LocalBlobStore.region``)."""
+    """A store that hands out a blob as an open file (``LocalBlobStore.region``)."""
 
     def region(self, key: str) -> FileRegion: ...
 
 
 def fetch_region(store: RegionStore, entry: ManifestEntry, lo: int, hi: int) -> FileRegion:
     """Bytes ``[lo, hi)`` of the chunk of ``entry`` as a ``FileRegion`` of its file, after
-    the whole chunk was checked like ``fetch_chunk`` (length and BLAKE3) on its mapped pages:
-    neither the check nor the server's ``sendfile`` copies them into the process."""
+    the whole chunk was checked like ``fetch_chunk`` (length and BLAKE3) through the region's
+    open file (``FileRegion.feed``); the server's ``sendfile`` then sends it from that file."""
     region = store.region(entry.chunk_hash)
     try:
-        size = len(region)
-        if size != entry.size or blake3.blake3(region.view).hexdigest() != entry.chunk_hash:
+        hasher = blake3.blake3()
+        size = region.feed(hasher.update) if len(region) == entry.size else len(region)
+        if size != entry.size or hasher.hexdigest() != entry.chunk_hash:
             raise BlobIntegrityError(
                 f"chunk {entry.chunk_hash} is corrupt (read {size} bytes, expected {entry.size})"
             )
@@ -320,8 +322,8 @@ class ContentReader(io.RawIOBase):
         """Bytes ``[start, end_exclusive)`` (cut at the content's end) as pieces of at most
         ``block`` bytes. Independent of the read position. ``regions``: the caller also takes
         ``FileRegion`` pieces (oxidav's HTTP gateway sends them with ``sendfile``), so a chunk
-        read whole from a store that has regions comes as one region of its file, checked on
-        its mapped pages (no copy, and not cut into blocks)."""
+        read whole from a store that has regions comes as one region of its file, checked
+        through that file (``fetch_region``; not cut into blocks)."""
         self._check_open()
         if start < 0 or end_exclusive < start or block <= 0:
             raise ValueError(f"invalid range [{start}, {end_exclusive}) / block {block}")

@@ -1,14 +1,17 @@
-"""``FileRegion``: a part of an open, mapped blob file, handed out instead of its bytes.
+"""``FileRegion``: a part of an open blob file, handed out instead of its bytes.
 
-A local chunk read whole for an HTTP response is checked on its mapped pages (BLAKE3 over the
-mapping: no read into the process) and then sent by the server with ``sendfile(2)`` from the
-same open file: the kernel hands page-cache pages to the socket, so the bytes are never copied
-through the process (``oxidav.http_connection.BufferGateway``). ``view`` and ``bytes()`` give
-the same bytes to anything else.
+A local chunk read whole for an HTTP response is checked through its open file (``feed``: BLAKE3
+over positioned reads into one small buffer of the thread's, a piece at a time, so the bytes
+stay in the CPU's cache between the read and the hash) and then sent by the server with
+``sendfile(2)`` from the same open file: the kernel hands page-cache pages to the socket, so
+the bytes are never copied through the process for the answer
+(``oxidav.http_connection.BufferGateway``). ``view`` and ``bytes()`` give the same bytes to
+anything else, from a mapping made when first asked for.
 
-A region owns its descriptor and mapping: ``close`` (or the end of the last reference) releases
-both. The file behind it is never changed in place — chunk files are written under a new inode,
-replaced by rename and removed by unlink — so what was checked is what is sent.
+A region owns its descriptor and its mapping, if one was made: ``close`` (or the end of the
+last reference) releases both. The file behind it is never changed in place — chunk files are
+written under a new inode, replaced by rename and removed by unlink — so what was checked is
+what is sent.
 """
 
 from __future__ import annotations
@@ -16,13 +19,27 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import threading
+from collections.abc import Callable
 
 #: Fault a mapping's pages in when it is made (Linux), not one fault per few pages later.
 _MAP_POPULATE: int = getattr(mmap, "MAP_POPULATE", 0)
+#: The size of the buffer a thread reads a region into to check it (``FileRegion.feed``).
+FEED_PIECE = 256 * 1024
+
+_feed_buffers = threading.local()
+
+
+def _feed_buffer() -> memoryview:
+    """This thread's buffer for ``feed`` (made on its first use, freed with the thread)."""
+    buffer: memoryview | None = getattr(_feed_buffers, "buffer", None)
+    if buffer is None:
+        buffer = _feed_buffers.buffer = memoryview(bytearray(FEED_PIECE))
+    return buffer
 
 
 class FileRegion:
-    """Bytes ``[offset, offset + length)`` of the open file ``fd``, also mapped (``view``)."""
+    """Bytes ``[offset, offset + length)`` of the open file ``fd`` (mapped for ``view``)."""
 
     __slots__ = ("_map", "fd", "length", "offset")
 
@@ -32,14 +49,6 @@ class FileRegion:
         self.offset = 0
         self.length = size
         self._map: mmap.mmap | None = None
-        try:
-            if size:
-                self._map = mmap.mmap(
-                    fd, size, flags=mmap.MAP_SHARED | _MAP_POPULATE, prot=mmap.PROT_READ
-                )
-        except BaseException:
-            self.close()
-            raise
 
     @classmethod
     def open(cls, path: str) -> FileRegion:
@@ -60,10 +69,33 @@ class FileRegion:
 
     @property
     def view(self) -> memoryview:
-        """The region's bytes, read-only, straight from the mapping."""
+        """The region's bytes, read-only, straight from a mapping of the whole file (made on
+        the first call; empty once the region is closed)."""
         if self._map is None:
-            return memoryview(b"")
+            if self.fd < 0 or not (self.offset + self.length):
+                return memoryview(b"")
+            self._map = mmap.mmap(
+                self.fd,
+                self.offset + self.length,
+                flags=mmap.MAP_SHARED | _MAP_POPULATE,
+                prot=mmap.PROT_READ,
+            )
         return memoryview(self._map)[self.offset : self.offset + self.length]
+
+    def feed(self, update: Callable[[memoryview], object]) -> int:
+        """Hand the region's bytes to ``update`` (a hasher's), in order, a piece of at most
+        ``FEED_PIECE`` bytes at a time, read with ``pread`` into this thread's buffer; returns
+        how many bytes were read (fewer than ``length`` if the file ends early). A piece is
+        only valid during its call."""
+        buffer = _feed_buffer()
+        position, end = self.offset, self.offset + self.length
+        while position < end:
+            read = os.preadv(self.fd, [buffer[: min(FEED_PIECE, end - position)]], position)
+            if not read:
+                break
+            update(buffer[:read])
+            position += read
+        return position - self.offset
 
     def __bytes__(self) -> bytes:
         return bytes(self.view)

@@ -7,7 +7,7 @@ store, none replaced by a generic path; a ranged read is timed until its iterato
 an error raised while iterating it is counted as an error of ``get_range``.
 
 A decorator must not hide what the store it wraps can do: a store that hands out a chunk as a
-mapped file (``RegionStore``: the local store, whose chunks a GET sends with ``sendfile``) is
+open file (``RegionStore``: the local store, whose chunks a GET sends with ``sendfile``) is
 wrapped in ``InstrumentedRegionStore``, which forwards and counts ``region`` too, so the
 readers still find a ``RegionStore``.
 """

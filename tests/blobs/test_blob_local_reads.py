@@ -10,6 +10,7 @@ import blake3
 import pytest
 
 from oxidav.blobs import BlobNotFoundError, LocalBlobStore
+from oxidav.blobs.regions import FEED_PIECE, FileRegion
 from tests.support.blobs import random_bytes
 
 
@@ -65,6 +66,29 @@ def test_missing_or_invalid_keys_raise_when_called(tmp_path: Path) -> None:
         store.get_range("../etc/passwd", 0, 10)
     with pytest.raises(ValueError):
         store.get_range(missing, 10, 5)
+
+
+def test_a_region_feeds_its_bytes_in_order_without_a_mapping(tmp_path: Path) -> None:
+    """``feed`` hands the region's bytes (a narrowed region's only) in pieces of at most
+    ``FEED_PIECE`` bytes, also after the key is deleted, and says how many it read: fewer
+    when the file is shorter than the region."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    data = os.urandom(2 * FEED_PIECE + 12345)
+    key = blake3.blake3(data).hexdigest()
+    store.put(key, data)
+    with store.region(key) as region:
+        store.delete(key)
+        pieces: list[bytes] = []
+        assert region.feed(lambda piece: pieces.append(bytes(piece))) == len(data)
+        assert b"".join(pieces) == data and max(map(len, pieces)) <= FEED_PIECE
+        hasher = blake3.blake3()
+        region.narrow(100, FEED_PIECE + 200).feed(hasher.update)
+        assert hasher.digest() == blake3.blake3(data[100 : FEED_PIECE + 200]).digest()
+    path = tmp_path / "short"
+    path.write_bytes(data)
+    with FileRegion.open(str(path)) as region:
+        os.truncate(path, 1000)
+        assert region.feed(lambda piece: None) == 1000
 
 
 def test_a_region_is_the_whole_blob_and_outlives_its_file(tmp_path: Path) -> None:
