@@ -15,6 +15,7 @@ named twice is answered once. Depth infinity and the ``files/`` homes collection
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,7 +33,14 @@ from oxidav.providers.files.resources import FileResource, FolderResource
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.
 BATCH = 256
-XML_HEAD = b"<?xml version='1.0' encoding='UTF-8'?>\n<D:multistatus xmlns:D=\"DAV:\">"
+#: Namespaces declared once, on the multistatus element, with the prefixes Nextcloud's own
+#: answers use: the Nextcloud properties of every member need no declaration of their own.
+ROOT_NAMESPACES = {"http://owncloud.org/ns": "oc", "http://nextcloud.org/ns": "nc"}
+XML_HEAD = (
+    "<?xml version='1.0' encoding='UTF-8'?>\n<D:multistatus xmlns:D=\"DAV:\""
+    + "".join(f' xmlns:{prefix}="{namespace}"' for namespace, prefix in ROOT_NAMESPACES.items())
+    + ">"
+).encode()
 XML_TAIL = b"</D:multistatus>"
 OK = "HTTP/1.1 200 OK"
 RESOURCETYPE_COLLECTION = "<D:resourcetype><D:collection/></D:resourcetype>"
@@ -113,17 +121,30 @@ def _fast(res: Resource, name: str) -> str | None:
     return None if format_property is None else format_property(res)
 
 
+@functools.lru_cache(maxsize=1024)
+def _root_tag(name: str) -> str | None:
+    """The tag of property ``name`` (Clark notation) if its namespace is declared on the
+    multistatus element (DAV:, ``ROOT_NAMESPACES``) or it has none; else None."""
+    if name.startswith("{DAV:}"):
+        return "D:" + name[6:]
+    if not name.startswith("{"):
+        return name
+    namespace, _, local = name[1:].partition("}")
+    prefix = ROOT_NAMESPACES.get(namespace)
+    return None if prefix is None else f"{prefix}:{local}"
+
+
 class _Names:
-    """Prefixes of the non-DAV namespaces of one response."""
+    """Prefixes of the namespaces of one response that the multistatus element does not
+    declare (``NS1``, ``NS2`` …: never one of ``ROOT_NAMESPACES``' prefixes)."""
 
     def __init__(self) -> None:
         self.prefixes: dict[str, str] = {}
 
     def tag(self, name: str) -> str:
-        if name.startswith("{DAV:}"):
-            return "D:" + name[6:]
-        if not name.startswith("{"):
-            return name
+        tag = _root_tag(name)
+        if tag is not None:
+            return tag
         namespace, _, local = name[1:].partition("}")
         prefix = self.prefixes.get(namespace)
         if prefix is None:
@@ -140,6 +161,8 @@ def _value_xml(names: _Names, name: str, value: Any) -> str:
     if value is None or value == "":
         return f"<{names.tag(name)}/>"
     if isinstance(value, etree._Element):
+        if value.tag == name and not (len(value) or value.text or value.attrib):
+            return f"<{names.tag(name)}/>"  # empty (an item's share-types, mostly)
         return etree.tostring(value, encoding="unicode", with_tail=False)
     tag = names.tag(name)
     return f"<{tag}>{escape(str(value))}</{tag}>"
