@@ -17,8 +17,9 @@ Only for statements without expanding parameters and, for an INSERT or UPDATE, w
 Python-side column defaults to compute (every such column is given): anything else is run by
 ``Connection.execute`` unchanged.
 
-``PreparedReadsByCount`` keeps one ``PreparedRead`` per length of an IN list of names (the
-locks rooted at a URL's ancestors, named calendar objects). Lists longer than ``EXACT_UP_TO``
+``PreparedReadsByCount`` keeps one ``PreparedRead`` per length of an IN list of names or ids
+(the locks rooted at a URL's ancestors, named calendar objects, what a PROPFIND page's nodes
+carry besides their rows). Lists longer than ``EXACT_UP_TO``
 are padded with their last value to the next power of two (an IN list means the same with a
 value repeated), and read ``MOST`` values at a time, so at most a handful of statements are
 ever compiled for them.
@@ -46,6 +47,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
 
 if TYPE_CHECKING:
     from oxidav.db.engine import Database
@@ -183,36 +185,40 @@ class PreparedRead(Prepared):
 
 class PreparedReadsByCount:
     """One ``PreparedRead`` per length of an IN list, built on first use: ``build`` makes the
-    statement from the list's bind parameters (``:{name}0``, ``:{name}1`` …, strings), and
-    ``params`` spreads the values over them. Lengths above ``EXACT_UP_TO`` are rounded up to
-    a power of two, at most ``MOST`` (module docstring)."""
+    statement from the list's bind parameters (``:{name}0``, ``:{name}1`` …, of ``type_``:
+    strings unless told), and ``params`` spreads the values over them. Lengths above
+    ``EXACT_UP_TO`` are rounded up to a power of two, at most ``MOST`` (module docstring)."""
 
     EXACT_UP_TO = 32
     MOST = 512
 
     def __init__(
-        self, name: str, build: Callable[[list[BindParameter[str]]], ClauseElement]
+        self,
+        name: str,
+        build: Callable[[list[BindParameter[Any]]], ClauseElement],
+        type_: TypeEngine[Any] | None = None,
     ) -> None:
         self._name = name
         self._build = build
+        self._type = type_ if type_ is not None else String()
         self._made: dict[int, PreparedRead] = {}
         self._lock = threading.Lock()
 
     def for_count(self, count: int) -> PreparedRead:
         found = self._made.get(count)
         if found is None:
-            listed = [bindparam(f"{self._name}{i}", type_=String()) for i in range(count)]
+            listed = [bindparam(f"{self._name}{i}", type_=self._type) for i in range(count)]
             with self._lock:
                 found = self._made.setdefault(count, PreparedRead(self._build(listed)))
         return found
 
-    def params(self, values: Sequence[str], **others: Any) -> dict[str, Any]:
+    def params(self, values: Sequence[Any], **others: Any) -> dict[str, Any]:
         """The parameters of ``for_count(len(values))``: ``values`` and ``others``."""
         spread: dict[str, Any] = {f"{self._name}{i}": value for i, value in enumerate(values)}
         spread.update(others)
         return spread
 
-    def rows(self, db: Database, values: Sequence[str], **others: Any) -> list[tuple[Any, ...]]:
+    def rows(self, db: Database, values: Sequence[Any], **others: Any) -> list[tuple[Any, ...]]:
         """The rows of the statement for ``values`` (and ``others``), as ``PreparedRead``,
         ``MOST`` values per read (each read is its own snapshot)."""
         found: list[tuple[Any, ...]] = []
@@ -222,7 +228,7 @@ class PreparedReadsByCount:
         return found
 
 
-def _padded(values: Sequence[str], exact_up_to: int) -> Sequence[str]:
+def _padded(values: Sequence[Any], exact_up_to: int) -> Sequence[Any]:
     """``values``, or, above ``exact_up_to`` of them, padded with the last one to a power of
     two."""
     if len(values) <= exact_up_to:

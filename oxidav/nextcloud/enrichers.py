@@ -20,7 +20,9 @@ on items they reshared, the kinds of share made: 0 user, 1 group, and whatever t
 Per-request state (favorites, owner names, share types) lives in the environ, filled by
 ``prefetch`` with one query per page for favorites and one for owners; share types are read
 for the whole page (one query per source) the first time one of them is asked. A value asked
-for a row that was never prefetched costs one small query, then it is remembered too.
+for a row that was never prefetched costs one small query, then it is remembered too. The
+reads by a page's node ids are prepared reads (``oxidav.db.prepared.PreparedReadsByCount``):
+a page's IN list is not rendered and compiled again for every page.
 """
 
 from __future__ import annotations
@@ -30,8 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-from sqlalchemy import or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import BindParameter, Integer, Select, bindparam, literal, or_, select
 
 from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import RequestAuthz
@@ -41,8 +42,9 @@ from oxidav.authz.grants.roles import Action, allows
 from oxidav.db import Database
 from oxidav.db.models.authz import Grant
 from oxidav.db.models.users import User
+from oxidav.db.prepared import PreparedReadsByCount
 from oxidav.environ import ENVIRON_AUTHZ, ENVIRON_ENRICHMENT_STATE, principal_of
-from oxidav.nextcloud.favorites import favorite_ids, set_favorite
+from oxidav.nextcloud.favorites import read_favorite_ids, set_favorite
 from oxidav.providers.dav.enrichment import PropertyValue
 from oxidav.tree.types import NodeInfo
 
@@ -86,24 +88,41 @@ def oc_id(node_id: int, instance_id: str) -> str:
 
 SHARE_USER, SHARE_GROUP, SHARE_LINK = 0, 1, 3
 
-#: ``(session, caller's user id, node ids) -> (node id, share type)`` pairs: more kinds of share
-#: for ``oc:share-types`` (the public links give theirs, type 3). One query per call.
-ShareTypeSource = Callable[[Session, int, Sequence[int]], Iterable[tuple[int, int]]]
+#: ``(database, caller's user id, node ids) -> (node id, share type)`` pairs: more kinds of
+#: share for ``oc:share-types`` (the public links give theirs, type 3). One read per call (per
+#: ``PreparedReadsByCount.MOST`` ids).
+ShareTypeSource = Callable[[Database, int, Sequence[int]], Iterable[tuple[int, int]]]
 
 
-def grant_share_types(
-    session: Session, user_id: int, node_ids: Sequence[int]
-) -> Iterable[tuple[int, int]]:
-    """User (0) and group (1) shares of these nodes made by their owner or by ``user_id``."""
-    rows = session.execute(
+def node_kinds() -> list[BindParameter[str]]:
+    """The resource kinds of the file tree's nodes as bound values: an IN list of plain values
+    would be an expanding parameter, which a prepared read does not take."""
+    return [literal(ResourceKind.FOLDER.value), literal(ResourceKind.FILE.value)]
+
+
+def _grants_of(node_ids: Any) -> Select[int, bool]:
+    user_id = bindparam("user_id", type_=Integer())
+    return (
         select(Grant.resource_id, Grant.subject_user_id.is_not(None))
         .where(
-            Grant.resource_kind.in_([ResourceKind.FOLDER.value, ResourceKind.FILE.value]),
+            Grant.resource_kind.in_(node_kinds()),
             Grant.resource_id.in_(node_ids),
             or_(Grant.owner_id == user_id, Grant.created_by == user_id),
         )
         .distinct()
     )
+
+
+_GRANTS_OF = PreparedReadsByCount("node", _grants_of, Integer())
+
+
+def grant_share_types(
+    db: Database, user_id: int, node_ids: Sequence[int]
+) -> Iterable[tuple[int, int]]:
+    """User (0) and group (1) shares of these nodes made by their owner or by ``user_id``."""
+    if not node_ids:
+        return []
+    rows = _GRANTS_OF.rows(db, node_ids, user_id=user_id)
     return [(int(rid), SHARE_USER if to_user else SHARE_GROUP) for rid, to_user in rows]
 
 
@@ -208,14 +227,12 @@ class NodeEnricher:
             if node.id not in state.favorites:
                 # The caller's favorites (a share's node: the recipient's mark, not the owner's).
                 by_user.setdefault(caller or node.user_id, []).append(node.id)
+        for user_id, ids in by_user.items():
+            starred = read_favorite_ids(self.db, user_id, ids)
+            state.favorites.update((i, i in starred) for i in ids)
         missing_owners = {n.user_id for n in nodes} - state.owners.keys()
-        if not by_user and not missing_owners:
-            return
-        with self.db.read() as session:
-            for user_id, ids in by_user.items():
-                starred = favorite_ids(session, user_id, ids)
-                state.favorites.update((i, i in starred) for i in ids)
-            if missing_owners:
+        if missing_owners:
+            with self.db.read() as session:
                 rows = session.execute(
                     select(User.id, User.username, User.display_name).where(
                         User.id.in_(missing_owners)
@@ -260,10 +277,9 @@ class NodeEnricher:
             state.unread_share_types.clear()
             found: dict[int, set[int]] = {i: set() for i in ids}
             if isinstance(principal, Principal):
-                with self.db.read() as session:
-                    for source in self.share_type_sources:
-                        for node_id, kind in source(session, principal.user_id, ids):
-                            found.setdefault(node_id, set()).add(kind)
+                for source in self.share_type_sources:
+                    for node_id, kind in source(self.db, principal.user_id, ids):
+                        found.setdefault(node_id, set()).add(kind)
             state.share_types.update(found)
         element = etree.Element(OC_SHARE_TYPES)
         for kind in sorted(state.share_types.get(node.id, ())):

@@ -9,12 +9,15 @@ is ignored by every read (they join or filter on live nodes) and removed on the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Integer, Select, bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
+from oxidav.db import Database
 from oxidav.db.models.nextcloud import Favorite
 from oxidav.db.models.tree import Node
+from oxidav.db.prepared import PreparedReadsByCount
 from oxidav.tree.nodes import select_live
 from oxidav.tree.types import NodeInfo
 
@@ -26,18 +29,30 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
         yield ids[start : start + BATCH]
 
 
+def _favorites_of(user_id: Any, node_ids: Any) -> Select[int]:
+    return select(Favorite.node_id).where(
+        Favorite.user_id == user_id, Favorite.node_id.in_(node_ids)
+    )
+
+
+_FAVORITES_OF = PreparedReadsByCount(
+    "node", lambda ids: _favorites_of(bindparam("user_id", type_=Integer()), ids), Integer()
+)
+
+
 def favorite_ids(session: Session, user_id: int, node_ids: Sequence[int]) -> set[int]:
     """The subset of ``node_ids`` that ``user_id`` marked as favorite."""
     found: set[int] = set()
     for chunk in _chunks(list(node_ids)):
-        found.update(
-            session.scalars(
-                select(Favorite.node_id).where(
-                    Favorite.user_id == user_id, Favorite.node_id.in_(chunk)
-                )
-            )
-        )
+        found.update(session.scalars(_favorites_of(user_id, chunk)))
     return found
+
+
+def read_favorite_ids(db: Database, user_id: int, node_ids: Sequence[int]) -> set[int]:
+    """``favorite_ids`` outside any transaction, as prepared reads (a PROPFIND page's)."""
+    if not node_ids:
+        return set()
+    return {row[0] for row in _FAVORITES_OF.rows(db, node_ids, user_id=user_id)}
 
 
 def set_favorite(session: Session, user_id: int, node_id: int, favorite: bool) -> None:

@@ -1,5 +1,8 @@
 """Dead properties (RFC 4918 §4.1): stored per node id, read for a whole page in one query.
 
+``get_props`` reads them in the caller's session; ``read_props`` — a PROPFIND page's — reads
+the same statement as prepared reads outside any transaction (``oxidav.db.prepared``).
+
 A value is the serialized XML element (``<ns:name …>…</ns:name>`` bytes), as WsgiDAV stores it.
 Keyed by node id, the properties follow MOVE for free; COPY duplicates them (§9.8.2).
 """
@@ -7,11 +10,14 @@ Keyed by node id, the properties follow MOVE for free; COPY duplicates them (§9
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Integer, Select, delete, insert, select
 from sqlalchemy.orm import Session
 
+from oxidav.db import Database
 from oxidav.db.models.tree import NodeProperty
+from oxidav.db.prepared import PreparedReadsByCount
 
 BATCH = 500
 
@@ -21,18 +27,33 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
         yield ids[start : start + BATCH]
 
 
+def _props_of(node_ids: Any) -> Select[int, str, bytes]:
+    return select(NodeProperty.node_id, NodeProperty.name, NodeProperty.value).where(
+        NodeProperty.node_id.in_(node_ids)
+    )
+
+
+_PROPS_OF = PreparedReadsByCount("node", _props_of, Integer())
+
+
+def _by_node(rows: Iterable[Any]) -> dict[int, dict[str, bytes]]:
+    result: dict[int, dict[str, bytes]] = {}
+    for node_id, name, value in rows:
+        result.setdefault(node_id, {})[name] = value
+    return result
+
+
 def get_props(session: Session, node_ids: Sequence[int]) -> dict[int, dict[str, bytes]]:
     """``{node id: {Clark name: value}}`` for every given node (nodes without props omitted)."""
-    result: dict[int, dict[str, bytes]] = {}
-    for chunk in _chunks(list(node_ids)):
-        rows = session.execute(
-            select(NodeProperty.node_id, NodeProperty.name, NodeProperty.value).where(
-                NodeProperty.node_id.in_(chunk)
-            )
-        )
-        for node_id, name, value in rows:
-            result.setdefault(node_id, {})[name] = value
-    return result
+    return _by_node(
+        row for chunk in _chunks(list(node_ids)) for row in session.execute(_props_of(chunk))
+    )
+
+
+def read_props(db: Database, node_ids: Sequence[int]) -> dict[int, dict[str, bytes]]:
+    """``get_props`` outside any transaction, each ``PreparedReadsByCount.MOST`` ids one
+    prepared read (a PROPFIND page's nodes)."""
+    return _by_node(_PROPS_OF.rows(db, node_ids)) if node_ids else {}
 
 
 def set_props(session: Session, node_id: int, changes: Sequence[tuple[str, bytes | None]]) -> None:

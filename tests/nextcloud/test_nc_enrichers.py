@@ -14,7 +14,7 @@ from oxidav.nextcloud import enrichers as e
 from oxidav.nextcloud.favorites import list_favorites, set_favorite
 from oxidav.tree import ensure_root, list_children, make_folder, write_file
 from oxidav.tree.types import NodeInfo
-from tests.support.engine_events import recorded_statements
+from tests.support.engine_events import recorded_reads
 
 _names = itertools.count()
 
@@ -58,10 +58,8 @@ def _tree(db: Database, uid: int) -> tuple[NodeInfo, list[NodeInfo]]:
 
 
 def _count_queries(db: Database) -> Any:
-    """The SELECTs sent while the block runs."""
-    return recorded_statements(
-        db.engine, lambda s: s if s.lstrip().upper().startswith("SELECT") else None
-    )
+    """The SELECTs sent while the block runs (prepared reads too)."""
+    return recorded_reads(db)
 
 
 def test_values_for_files_and_folders(database: Database) -> None:

@@ -1,5 +1,7 @@
 """Recording what a SQLAlchemy engine does while a block runs: the statements it sends, the
-commits it makes. One listener added on entry and removed on exit, whatever the block raises."""
+commits it makes. One listener added on entry and removed on exit, whatever the block raises.
+``recorded_reads`` also sees the reads of ``oxidav.db.prepared.PreparedRead``, which run on a
+driver connection that SQLAlchemy's events do not see."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, event
+
+from oxidav.db import Database
+from oxidav.db.prepared import PreparedRead
 
 
 @contextmanager
@@ -50,3 +55,22 @@ def recorded_selects(engine: Engine) -> Any:
             statement if statement.lstrip().upper().startswith(("SELECT", "WITH")) else None
         ),
     )
+
+
+@contextmanager
+def recorded_reads(db: Database) -> Iterator[list[str]]:
+    """The SQL of each SELECT ``db`` sends while the block runs, through a session or as a
+    ``PreparedRead`` (its ``rows``, patched for the block: one thread only)."""
+    prepared_rows = PreparedRead.rows
+
+    def counted(read: PreparedRead, on: Database, params: Any) -> list[tuple[Any, ...]]:
+        if on is db:
+            seen.append(str(read.statement))
+        return prepared_rows(read, on, params)
+
+    with recorded_selects(db.engine) as seen:
+        PreparedRead.rows = counted  # type: ignore[method-assign]
+        try:
+            yield seen
+        finally:
+            PreparedRead.rows = prepared_rows  # type: ignore[method-assign]

@@ -39,7 +39,7 @@ from oxidav.providers.dav.xml_input import storable, stored_xml
 from oxidav.providers.files.context import FilesBackend
 from oxidav.providers.files.locks import DbLockStorage
 from oxidav.tree import locks as lock_rows
-from oxidav.tree.props import get_props
+from oxidav.tree.props import read_props
 from oxidav.tree.types import NodeInfo
 
 MAX_DEAD_NAME = 512
@@ -97,8 +97,7 @@ class Page:
     def props(self, node_id: int, where: str) -> dict[str, bytes]:
         """The dead properties of ``node_id`` (at ``where``, for the log) that read back."""
         if self._props is None:
-            with self.backend.db.read() as session:
-                self._props = get_props(session, [n.id for n in self.nodes])
+            self._props = read_props(self.backend.db, [n.id for n in self.nodes])
             self._checked.clear()
         found = self._props.get(node_id, {})
         if node_id not in self._checked:
