@@ -90,6 +90,16 @@ def test_a_datetime_is_formatted_as_its_timestamp() -> None:
             assert rfc1123_of(when) == rfc1123_date(when.timestamp())
 
 
+def test_the_days_kept_for_dates_are_bounded() -> None:
+    """``rfc1123_of`` remembers the text of at most ``HTTP_DATES_KEPT`` days, however many
+    different days its datetimes fall on, and formats each the same as before."""
+    start = datetime(1990, 1, 1, 23, 59, 59, 999_999, tzinfo=UTC)
+    for day in range(HTTP_DATES_KEPT + 10):
+        when = start + timedelta(days=day)
+        assert rfc1123_of(when) == formatdate(when.timestamp(), usegmt=True)
+        assert len(files_get._day_heads) <= HTTP_DATES_KEPT
+
+
 def test_http_dates_kept_are_bounded() -> None:
     for i in range(HTTP_DATES_KEPT + 10):
         assert http_date(1_000_000.0 + i) == util.get_rfc1123_time(1_000_000.0 + i)

@@ -48,6 +48,10 @@ _date_now: tuple[int, str] = (-1, "")
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(61))
+#: The date part of an HTTP date (``Sun, 06 Dec 2026 ``) kept per day (its ordinal), at most
+#: ``HTTP_DATES_KEPT`` of them.
+_day_heads: dict[int, str] = {}
 
 
 def rfc1123_date(stamp: float) -> str:
@@ -59,11 +63,17 @@ def rfc1123_date(stamp: float) -> str:
 
 def rfc1123_of(d: datetime) -> str:
     """``rfc1123_date(d.timestamp())`` of an aware UTC datetime, without the round trip through
-    a float: a PROPFIND formats each member's mtime, already a UTC datetime."""
-    return (
-        f"{_DAYS[d.weekday()]}, {d.day:02d} {_MONTHS[d.month]} {d.year:04d} "
-        f"{d.hour:02d}:{d.minute:02d}:{d.second:02d} GMT"
-    )
+    a float: a PROPFIND formats each member's mtime, already a UTC datetime. The day's part is
+    formatted once per day, the time's from two-digit strings."""
+    day = d.toordinal()
+    head = _day_heads.get(day)
+    if head is None:
+        if len(_day_heads) >= HTTP_DATES_KEPT:
+            _day_heads.clear()
+        head = _day_heads[day] = (
+            f"{_DAYS[d.weekday()]}, {d.day:02d} {_MONTHS[d.month]} {d.year:04d} "
+        )
+    return f"{head}{_TWO_DIGITS[d.hour]}:{_TWO_DIGITS[d.minute]}:{_TWO_DIGITS[d.second]} GMT"
 
 
 def http_date(stamp: float) -> str:
