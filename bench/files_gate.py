@@ -7,8 +7,11 @@ so every figure is also a ratio to it. Rounds rotate the order of the servers; m
 reported.
 
 ``propfind``: per round fresh servers holding folders of 500 and 5000 files (``files_propfind``'s
-workload: Depth:1 PROPFIND, four named properties and allprop); figures are PROPFINDs per
-second (the inverse of the median time), and every server must list the same names and lengths.
+workload: Depth:1 PROPFIND, four named properties and allprop, and the Nextcloud desktop
+client's listing, ``files_propfind.NEXTCLOUD``); figures are PROPFINDs per second (the inverse
+of the median time), every server must list the same names and lengths, and BEFORE and AFTER
+must answer the Nextcloud listing with the same properties, statuses and values (but those
+that differ between installations, ``files_propfind.VOLATILE``).
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
 byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT (into
@@ -71,12 +74,14 @@ RSS_SLACK_MB = 5.0
 CPU_GET = "server CPU ms per GET"
 CPU_RANGE = "server CPU ms per range"
 INFORMATIONAL = (CPU_GET, CPU_RANGE)
+#: The PROPFIND bodies of the ``propfind`` workload.
+PROPFIND_BODIES = {**files_propfind.BODIES, "nextcloud": files_propfind.NEXTCLOUD}
 #: The figures of each workload that can decide the verdict (``--decide``).
 DECIDING = {
     "put": ("1 client", "8 client"),
     "large": ("PUT MB/s", "GET MB/s", "64 KiB ranges req/s", "peak RSS MB"),
     "propfind": tuple(
-        f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in files_propfind.BODIES
+        f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in PROPFIND_BODIES
     ),
 }
 
@@ -214,10 +219,11 @@ def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str
             lambda env: files_propfind.populate_oxidav(env, sizes),
         )
         answers: dict[str, dict[int, dict[str, str]]] = {}
+        nextcloud: dict[str, dict[int, files_propfind.Propstats]] = {}
         for name in rotated(list(factories), round_no):
             with factories[name]() as server:
                 for size in sizes:
-                    for label, body in files_propfind.BODIES.items():
+                    for label, body in PROPFIND_BODIES.items():
                         ms, _rss, _peak, answer = files_propfind.measure(
                             server, f"f{size}/", body, 10
                         )
@@ -227,10 +233,15 @@ def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str
                             listed = files_propfind.listing(answer)
                             lengths = {k: v for k, v in listed.items() if v}
                             answers.setdefault(name, {})[size] = lengths
+                        if label == "nextcloud":
+                            stats = files_propfind.propstats(answer)
+                            nextcloud.setdefault(name, {})[size] = stats
         for size in sizes:
             seen = [answers[name][size] for name in factories]
             if any(other != seen[0] for other in seen) or len(seen[0]) != size:
                 raise SystemExit(f"the servers list the {size}-file folder differently")
+            if nextcloud["BEFORE"][size] != nextcloud["AFTER"][size]:
+                raise SystemExit(f"BEFORE and AFTER answer the {size}-file Nextcloud listing apart")
     return {n: {k: statistics.median(v) for k, v in m.items()} for n, m in figures.items()}
 
 

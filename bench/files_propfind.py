@@ -38,6 +38,16 @@ NAMED = (
     b"<d:getlastmodified/><d:getcontentlength/><d:resourcetype/></d:prop></d:propfind>"
 )
 BODIES = {"named4": NAMED, "allprop": b""}
+#: The Nextcloud desktop client's listing (its sync engine's PROPFIND, without the optional
+#: encryption and lock properties): not a figure of this benchmark's, but of ``files_gate``.
+NEXTCLOUD = (
+    b'<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">'
+    b"<d:prop><d:resourcetype/><d:getlastmodified/><d:getcontentlength/><d:getetag/>"
+    b"<oc:size/><oc:id/><oc:fileid/><oc:downloadURL/><oc:dDC/><oc:permissions/><oc:checksums/>"
+    b"<oc:share-types/></d:prop></d:propfind>"
+)
+#: Properties whose values differ between two installations holding the same files.
+VOLATILE = frozenset({"{DAV:}getetag", "{DAV:}getlastmodified", "{http://owncloud.org/ns}id"})
 CONTENT = b"x" * 1024
 
 
@@ -71,6 +81,24 @@ def listing(body: bytes) -> dict[str, str]:
         length = response.findtext(".//{DAV:}getcontentlength") or ""
         result[href.rsplit("/", 1)[-1]] = length
     return result
+
+
+#: ``{href: {property: (status, text)}}``.
+Propstats = dict[str, dict[str, tuple[str, str]]]
+
+
+def propstats(body: bytes) -> Propstats:
+    """``{href: {property: (status, text)}}`` of a multistatus, the text of ``VOLATILE``
+    properties left out: what two installations holding the same files must both answer."""
+    found: Propstats = {}
+    for response in etree.fromstring(body).iter("{DAV:}response"):
+        props = found.setdefault(unquote(response.findtext("{DAV:}href") or ""), {})
+        for propstat in response.iter("{DAV:}propstat"):
+            status = propstat.findtext("{DAV:}status") or ""
+            for prop in propstat.iterfind("{DAV:}prop/*"):
+                text = "" if prop.tag in VOLATILE else "".join(prop.itertext())
+                props[str(prop.tag)] = (status, text)
+    return found
 
 
 def measure(server: Server, folder: str, body: bytes, runs: int) -> tuple[float, int, int, bytes]:
