@@ -43,6 +43,7 @@ XML_HEAD = (
 ).encode()
 XML_TAIL = b"</D:multistatus>"
 OK = "HTTP/1.1 200 OK"
+NOT_FOUND = "HTTP/1.1 " + get_http_status_string(HTTP_NOT_FOUND)
 RESOURCETYPE_COLLECTION = "<D:resourcetype><D:collection/></D:resourcetype>"
 RESOURCETYPE_FILE = "<D:resourcetype/>"
 SUPPORTEDLOCK = (
@@ -223,11 +224,15 @@ def response_xml(
         text = _fast(res, name)
         if text is None:
             try:
-                text = _value_xml(names, name, res.get_property_value(name))
+                value = res.find_property_value(name)
             except DAVError as exc:
                 status = "HTTP/1.1 " + get_http_status_string(exc)
                 groups.setdefault(status, []).append(f"<{names.tag(name)}/>")
                 continue
+            if value is None:  # not a property of this resource
+                groups.setdefault(NOT_FOUND, []).append(f"<{names.tag(name)}/>")
+                continue
+            text = _value_xml(names, name, value)
         groups.setdefault(OK, []).append(text)
     stats = "".join(
         f"<D:propstat><D:prop>{''.join(props)}</D:prop><D:status>{status}</D:status></D:propstat>"

@@ -20,7 +20,7 @@ asks it for names and values; PROPPATCH of a property an enricher lists goes to 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lxml import etree
@@ -94,8 +94,9 @@ class Page:
         self._locks: dict[str, list[dict[str, Any]]] | None = None
         self._enrichers: list[Enricher] | None = None
 
-    def props(self, node_id: int, where: str) -> dict[str, bytes]:
-        """The dead properties of ``node_id`` (at ``where``, for the log) that read back."""
+    def props(self, node_id: int, where: Callable[[], str]) -> dict[str, bytes]:
+        """The dead properties of ``node_id`` that read back (``where()``: its URL, for the log
+        of one that does not; asked only then)."""
         if self._props is None:
             self._props = read_props(self.backend.db, [n.id for n in self.nodes])
             self._checked.clear()
@@ -103,7 +104,7 @@ class Page:
         if node_id not in self._checked:
             self._checked.add(node_id)
             for name, value in list(found.items()):
-                if stored_xml(value, resource=where, name=name) is None:
+                if stored_xml(value, resource=where(), name=name) is None:
                     del found[name]
         return found
 
@@ -162,7 +163,7 @@ class NodeProperties:
             names.extend(QUOTA_PROPS)  # RFC 4331 §3: not part of allprop
         if self.provider.lock_manager is not None:
             names.extend(LOCK_PROPS)
-        names.extend(self.page.props(self.node.id, self.get_ref_url()))
+        names.extend(self.page.props(self.node.id, self.get_ref_url))
         for enricher in self.page.enrichers():
             names.extend(enricher.property_names(self.node))
         return names
@@ -170,15 +171,21 @@ class NodeProperties:
     def get_property_value(self, name: str) -> Any:
         if name.startswith("{DAV:}"):
             return self._live_value(name)
+        value = self.find_property_value(name)
+        if value is None:
+            raise DAVError(HTTP_NOT_FOUND)
+        return value
+
+    def find_property_value(self, name: str) -> Any:
+        """``get_property_value``, with None for a property this node does not have instead of
+        a raised 404: a PROPFIND names properties most nodes lack (``oc:downloadURL``)."""
+        if name.startswith("{DAV:}"):
+            return self._live_value(name)
         found = self._enriched(name)
         if found is not None:
             return found
-        where = self.get_ref_url()
-        value = self.page.props(self.node.id, where).get(name)
-        element = None if value is None else stored_xml(value, resource=where, name=name)
-        if element is None:
-            raise DAVError(HTTP_NOT_FOUND)
-        return element
+        value = self.page.props(self.node.id, self.get_ref_url).get(name)
+        return None if value is None else stored_xml(value, resource=self.get_ref_url(), name=name)
 
     def _live_value(self, name: str) -> Any:
         node = self.node
