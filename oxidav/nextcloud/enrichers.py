@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-from sqlalchemy import BindParameter, Integer, Select, bindparam, literal, or_, select
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, literal, or_, select
 
 from oxidav.authz.authn.principal import Principal
 from oxidav.authz.grants.engine import RequestAuthz
@@ -94,20 +94,28 @@ SHARE_USER, SHARE_GROUP, SHARE_LINK = 0, 1, 3
 ShareTypeSource = Callable[[Database, int, Sequence[int]], Iterable[tuple[int, int]]]
 
 
-def node_kinds() -> list[BindParameter[str]]:
-    """The resource kinds of the file tree's nodes as bound values: an IN list of plain values
-    would be an expanding parameter, which a prepared read does not take."""
-    return [literal(ResourceKind.FOLDER.value), literal(ResourceKind.FILE.value)]
+def shared_nodes(
+    kind: Any, resource_id: Any, owner_id: Any, created_by: Any, node_ids: Any
+) -> list[ColumnElement[bool]]:
+    """The conditions of a share-type read (a table of shares given as its four columns): a
+    share of one of ``node_ids`` made by its owner or by the caller (``:user_id``). The node
+    kinds are bound values: an IN list of plain values would be an expanding parameter, which
+    a prepared read does not take."""
+    user_id = bindparam("user_id", type_=Integer())
+    return [
+        kind.in_([literal(ResourceKind.FOLDER.value), literal(ResourceKind.FILE.value)]),
+        resource_id.in_(node_ids),
+        or_(owner_id == user_id, created_by == user_id),
+    ]
 
 
 def _grants_of(node_ids: Any) -> Select[int, bool]:
-    user_id = bindparam("user_id", type_=Integer())
     return (
         select(Grant.resource_id, Grant.subject_user_id.is_not(None))
         .where(
-            Grant.resource_kind.in_(node_kinds()),
-            Grant.resource_id.in_(node_ids),
-            or_(Grant.owner_id == user_id, Grant.created_by == user_id),
+            *shared_nodes(
+                Grant.resource_kind, Grant.resource_id, Grant.owner_id, Grant.created_by, node_ids
+            )
         )
         .distinct()
     )

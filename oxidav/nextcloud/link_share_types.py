@@ -16,19 +16,19 @@ from sqlalchemy import Integer, Select, bindparam, or_, select
 from oxidav.db import Database, UTCDateTime, utcnow
 from oxidav.db.models.links import PublicLink
 from oxidav.db.prepared import PreparedReadsByCount
-from oxidav.nextcloud.enrichers import SHARE_LINK, node_kinds
+from oxidav.nextcloud.enrichers import SHARE_LINK, shared_nodes
 
 
 def _links_of(node_ids: Any) -> Select[int]:
-    user_id = bindparam("user_id", type_=Integer())
+    link = PublicLink
     now = bindparam("now", type_=UTCDateTime())
     return (
-        select(PublicLink.resource_id)
+        select(link.resource_id)
         .where(
-            PublicLink.resource_kind.in_(node_kinds()),
-            PublicLink.resource_id.in_(node_ids),
-            or_(PublicLink.owner_id == user_id, PublicLink.created_by == user_id),
-            or_(PublicLink.expires_at.is_(None), PublicLink.expires_at > now),
+            *shared_nodes(
+                link.resource_kind, link.resource_id, link.owner_id, link.created_by, node_ids
+            ),
+            or_(link.expires_at.is_(None), link.expires_at > now),
         )
         .distinct()
     )
