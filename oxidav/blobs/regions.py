@@ -1,12 +1,12 @@
 """``FileRegion``: a part of an open blob file, handed out instead of its bytes.
 
 A local chunk read whole for an HTTP response is checked through its open file (``feed``: BLAKE3
-over positioned reads into one small buffer of the thread's, a piece at a time, so the bytes
-stay in the CPU's cache between the read and the hash) and then sent by the server with
-``sendfile(2)`` from the same open file: the kernel hands page-cache pages to the socket, so
-the bytes are never copied through the process for the answer
-(``oxidav.http_connection.BufferGateway``). ``view`` and ``bytes()`` give the same bytes to
-anything else, from a mapping made when first asked for.
+over positioned reads into one small buffer, a piece at a time, so the bytes stay in the CPU's
+cache between the read and the hash; the buffer lives for the call, so no thread keeps one) and
+then sent by the server with ``sendfile(2)`` from the same open file: the kernel hands
+page-cache pages to the socket, so the bytes are never copied through the process for the
+answer (``oxidav.http_connection.BufferGateway``). ``view`` and ``bytes()`` give the same bytes
+to anything else, from a mapping made when first asked for.
 
 A region owns its descriptor and its mapping, if one was made: ``close`` (or the end of the
 last reference) releases both. The file behind it is never changed in place — chunk files are
@@ -19,23 +19,12 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import threading
 from collections.abc import Callable
 
 #: Fault a mapping's pages in when it is made (Linux), not one fault per few pages later.
 _MAP_POPULATE: int = getattr(mmap, "MAP_POPULATE", 0)
-#: The size of the buffer a thread reads a region into to check it (``FileRegion.feed``).
+#: The most a region is read at once to check it (``FileRegion.feed``).
 FEED_PIECE = 256 * 1024
-
-_feed_buffers = threading.local()
-
-
-def _feed_buffer() -> memoryview:
-    """This thread's buffer for ``feed`` (made on its first use, freed with the thread)."""
-    buffer: memoryview | None = getattr(_feed_buffers, "buffer", None)
-    if buffer is None:
-        buffer = _feed_buffers.buffer = memoryview(bytearray(FEED_PIECE))
-    return buffer
 
 
 class FileRegion:
@@ -84,10 +73,10 @@ class FileRegion:
 
     def feed(self, update: Callable[[memoryview], object]) -> int:
         """Hand the region's bytes to ``update`` (a hasher's), in order, a piece of at most
-        ``FEED_PIECE`` bytes at a time, read with ``pread`` into this thread's buffer; returns
-        how many bytes were read (fewer than ``length`` if the file ends early). A piece is
-        only valid during its call."""
-        buffer = _feed_buffer()
+        ``FEED_PIECE`` bytes at a time, read with ``pread`` into one buffer; returns how many
+        bytes were read (fewer than ``length`` if the file ends early). A piece is only valid
+        during its call."""
+        buffer = memoryview(bytearray(min(FEED_PIECE, self.length)))
         position, end = self.offset, self.offset + self.length
         while position < end:
             read = os.preadv(self.fd, [buffer[: min(FEED_PIECE, end - position)]], position)

@@ -19,10 +19,9 @@ Python-side column defaults to compute (every such column is given): anything el
 
 ``PreparedReadsByCount`` keeps one ``PreparedRead`` per length of an IN list of names or ids
 (the locks rooted at a URL's ancestors, named calendar objects, what a PROPFIND page's nodes
-carry besides their rows). Lists longer than ``EXACT_UP_TO``
-are padded with their last value to the next power of two (an IN list means the same with a
-value repeated), and read ``MOST`` values at a time, so at most a handful of statements are
-ever compiled for them.
+carry besides their rows). Lists longer than ``EXACT_UP_TO`` are padded with their last value
+to the next power of two (an IN list means the same with a value repeated), and read ``MOST``
+values at a time, so at most a handful of statements are ever compiled for them.
 
 ``PreparedRead`` is the same for a single SELECT outside any transaction: the hot read of a GET
 or HEAD (the node at a path) and the lock check of a large PUT, without a session, a
