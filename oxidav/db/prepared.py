@@ -219,9 +219,10 @@ class PreparedReadsByCount:
 
     def rows(self, db: Database, values: Sequence[Any], **others: Any) -> list[tuple[Any, ...]]:
         """The rows of the statement for ``values`` (and ``others``), as ``PreparedRead``,
-        ``MOST`` values per read (each read is its own snapshot)."""
+        ``MOST`` values per read (each read is its own snapshot); none, and no read, for no
+        values (an empty IN list matches nothing)."""
         found: list[tuple[Any, ...]] = []
-        for start in range(0, max(len(values), 1), self.MOST):
+        for start in range(0, len(values), self.MOST):
             part = _padded(values[start : start + self.MOST], self.EXACT_UP_TO)
             found.extend(self.for_count(len(part)).rows(db, self.params(part, **others)))
         return found

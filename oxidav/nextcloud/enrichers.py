@@ -128,8 +128,6 @@ def grant_share_types(
     db: Database, user_id: int, node_ids: Sequence[int]
 ) -> Iterable[tuple[int, int]]:
     """User (0) and group (1) shares of these nodes made by their owner or by ``user_id``."""
-    if not node_ids:
-        return []
     rows = _GRANTS_OF.rows(db, node_ids, user_id=user_id)
     return [(int(rid), SHARE_USER if to_user else SHARE_GROUP) for rid, to_user in rows]
 

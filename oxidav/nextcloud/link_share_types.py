@@ -41,7 +41,5 @@ def link_share_types(
     db: Database, user_id: int, node_ids: Sequence[int]
 ) -> Iterable[tuple[int, int]]:
     """``(node id, 3)`` for each of ``node_ids`` with a live link of its owner or ``user_id``."""
-    if not node_ids:
-        return []
     rows = _LINKS_OF.rows(db, node_ids, user_id=user_id, now=utcnow())
     return [(int(row[0]), SHARE_LINK) for row in rows]

@@ -53,7 +53,7 @@ def get_props(session: Session, node_ids: Sequence[int]) -> dict[int, dict[str, 
 def read_props(db: Database, node_ids: Sequence[int]) -> dict[int, dict[str, bytes]]:
     """``get_props`` outside any transaction, each ``PreparedReadsByCount.MOST`` ids one
     prepared read (a PROPFIND page's nodes)."""
-    return _by_node(_PROPS_OF.rows(db, node_ids)) if node_ids else {}
+    return _by_node(_PROPS_OF.rows(db, node_ids))
 
 
 def set_props(session: Session, node_id: int, changes: Sequence[tuple[str, bytes | None]]) -> None:
