@@ -169,10 +169,8 @@ class NodeProperties:
         return names
 
     def get_property_value(self, name: str) -> Any:
-        if name.startswith("{DAV:}"):
-            return self._live_value(name)
         value = self.find_property_value(name)
-        if value is None:
+        if value is None and not name.startswith("{DAV:}"):
             raise DAVError(HTTP_NOT_FOUND)
         return value
 
