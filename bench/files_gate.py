@@ -8,10 +8,12 @@ reported.
 
 ``propfind``: per round fresh servers holding folders of 500 and 5000 files (``files_propfind``'s
 workload: Depth:1 PROPFIND, four named properties and allprop, and the Nextcloud desktop
-client's listing, ``files_propfind.NEXTCLOUD``); figures are PROPFINDs per second (the inverse
-of the median time), every server must list the same names and lengths, and BEFORE and AFTER
-must answer the Nextcloud listing with the same properties, statuses and values (but those
-that differ between installations, ``files_propfind.VOLATILE``).
+client's listing, ``files_propfind.NEXTCLOUD``); the three servers run at once and each timed
+run sends one PROPFIND to each of them in turn, so all are timed over the same stretch of the
+shared machine's load, over several connections each; figures are PROPFINDs per second (the
+inverse of the median time, the median over rounds), every server must list the same names
+and lengths, and BEFORE and AFTER must answer the Nextcloud listing with the same properties,
+statuses and values (but those that differ between installations, ``files_propfind.VOLATILE``).
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
 byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT (into
@@ -54,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -61,11 +64,21 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from bench import files_large, files_propfind, files_put
-from bench._files_servers import Server, filesystem_server, oxidav_env, oxidav_server
+from bench._files_servers import (
+    Server,
+    filesystem_server,
+    median_ms,
+    oxidav_env,
+    oxidav_server,
+)
 from bench._revisions import add_side_options, before_source
 from oxidav.db.engine import database_url
 
 PROPFIND_SIZES = (500, 5000)
+#: Timed PROPFINDs per server, size and body in each round (``interleaved_propfinds``), and
+#: the connections they take turns over.
+PROPFIND_RUNS = 20
+PROPFIND_CONNECTIONS = 5
 #: The revision the speed work started from.
 BEFORE_REV = "18fa247ee377bc0a9f566283423a7395069f15cc"
 RSS_SLACK_MB = 5.0
@@ -207,6 +220,41 @@ def run_large(
     return result
 
 
+def interleaved_propfinds(
+    servers: dict[str, Server], order: list[str], folder: str, body: bytes
+) -> dict[str, tuple[float, bytes]]:
+    """``{server: (median ms, last answer)}`` of ``PROPFIND_RUNS`` Depth:1 PROPFINDs of
+    ``folder`` per server, one server after the other in ``order``, reversed every other run
+    (what a server still does after its answer delays the next one in line): all three are
+    timed over the same stretch of the machine's load. Each server's runs take turns over
+    ``PROPFIND_CONNECTIONS`` keep-alive connections (each warmed up by one request first): the
+    same code answers one connection markedly slower than another, connection after connection
+    (bench/RESULTS.md), so one connection's luck must not decide a round."""
+    headers = {"Depth": "1", "Content-Type": "application/xml"}
+    clients = {
+        name: [servers[name].client() for _ in range(PROPFIND_CONNECTIONS)] for name in order
+    }
+    samples: dict[str, list[float]] = {name: [] for name in order}
+    answers: dict[str, bytes] = {}
+    try:
+        for run in range(-PROPFIND_CONNECTIONS, PROPFIND_RUNS):
+            for name in order if run % 2 else reversed(order):
+                client = clients[name][run % PROPFIND_CONNECTIONS]
+                started = time.perf_counter()
+                status, answer, _ = client.request("PROPFIND", folder, body or None, headers)
+                elapsed = time.perf_counter() - started
+                if status != 207:
+                    raise SystemExit(f"{name}: PROPFIND {folder} answered {status}")
+                if run >= 0:  # the first request of each connection warms it up
+                    samples[name].append(elapsed)
+                answers[name] = answer
+    finally:
+        for connections in clients.values():
+            for client in connections:
+                client.close()
+    return {name: (median_ms(samples[name]), answers[name]) for name in order}
+
+
 def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str, float]]:
     sizes = list(PROPFIND_SIZES)
     figures: dict[str, dict[str, list[float]]] = {}
@@ -220,13 +268,13 @@ def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str
         )
         answers: dict[str, dict[int, dict[str, str]]] = {}
         nextcloud: dict[str, dict[int, files_propfind.Propstats]] = {}
-        for name in rotated(list(factories), round_no):
-            with factories[name]() as server:
-                for size in sizes:
-                    for label, body in PROPFIND_BODIES.items():
-                        ms, _rss, _peak, answer = files_propfind.measure(
-                            server, f"f{size}/", body, 10
-                        )
+        with contextlib.ExitStack() as stack:
+            servers = {name: stack.enter_context(make()) for name, make in factories.items()}
+            for size in sizes:
+                for label, body in PROPFIND_BODIES.items():
+                    order = list(rotated(list(servers), round_no))
+                    timed = interleaved_propfinds(servers, order, f"f{size}/", body)
+                    for name, (ms, answer) in timed.items():
                         key = f"PROPFIND {size} {label} /s"
                         figures.setdefault(name, {}).setdefault(key, []).append(1000 / ms)
                         if label == "named4":
