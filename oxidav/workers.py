@@ -48,7 +48,7 @@ from oxidav.db.engine import POOL_CONNECTIONS_MAX
 from oxidav.http_front import FrontServer
 from oxidav.observability.shared import forget_worker
 from oxidav.presence import register_server
-from oxidav.process_memory import limit_malloc_arenas
+from oxidav.process_memory import limit_malloc_arenas, raise_gc_threshold
 from oxidav.server import LISTEN_BACKLOG, STOP_GRACE_SECONDS, run_server
 from oxidav.services import Services
 from oxidav.settings import Settings
@@ -296,6 +296,7 @@ def _stop(workers: _Workers, received: signal.Signals, settings: Settings) -> in
 def serve(settings: Settings, out: TextIO = sys.stdout) -> int:
     """Serve until SIGINT or SIGTERM; return the process exit code."""
     limit_malloc_arenas()  # before any thread starts
+    raise_gc_threshold()  # forked workers inherit it
     ssl_adapter = tls_adapter(settings)  # a bad certificate stops us before anything is written
     check_listen(settings)
     workers = settings.resolved_workers
