@@ -15,59 +15,31 @@ series) into one new calendar, the timed ones into a calendar already holding ``
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 # ``bench`` comes from this checkout (ahead of the measured folder, which may hold an older
 # one), ``oxidav`` from the measured folder: the checkout leaves the path before it is imported.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._calendar_data import MKCALENDAR, event
+from bench._wsgi import App, wsgi_request
 from bench.files_put import content
 
 del sys.path[0]
 
 BASE = "/remote.php/dav/files/alice/"
 CALENDAR = "/remote.php/dav/calendars/alice/bench/"
-AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
 
 
 def request(
-    app: Callable[..., Any], method: str, path: str, body: bytes = b"", base: str = BASE
+    app: App, method: str, path: str, body: bytes = b"", base: str = BASE
 ) -> tuple[str, bytes]:
-    environ = {
-        "REQUEST_METHOD": method,
-        "SCRIPT_NAME": "",
-        "PATH_INFO": base + path,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": "127.0.0.1",
-        "HTTP_AUTHORIZATION": AUTH,
-        "CONTENT_LENGTH": str(len(body)),
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-    }
-    status: list[str] = []
-
-    def start_response(line: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-        status.append(line)
-
-    body_out = b"".join(app(environ, start_response))
-    return status[0], body_out
+    return wsgi_request(app, method, base + path, body)
 
 
 #: A request of a workload: the path (under the workload's base) and the body.

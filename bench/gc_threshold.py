@@ -23,19 +23,16 @@ lower than BEFORE's for every ``--decide`` request (default: the listings).
 from __future__ import annotations
 
 import argparse
-import base64
 import gc
-import io
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench._calendar_data import MKCALENDAR, event
 from bench._files_servers import add_alice, oxidav_env
+from bench._wsgi import App, wsgi_request
 from bench.caldav_vs_radicale import SYNC, name
 from bench.carddav_vs_radicale import QUERY as CARD_QUERY
 from bench.carddav_vs_radicale import vcard
@@ -47,49 +44,22 @@ VCARD_TYPE = "text/vcard; charset=utf-8"
 SIZES = (500, 5000)
 LISTINGS = {**BODIES, "nextcloud": NEXTCLOUD}
 CPYTHON_DEFAULT_YOUNG = 700
-AUTH = "Basic " + base64.b64encode(b"alice:secret").decode()
 CALENDAR = "/remote.php/dav/calendars/alice/bench/"
 BOOK = "/remote.php/dav/addressbooks/users/alice/contacts/"
 FILES = "/remote.php/dav/files/alice/"
 
-App = Callable[[dict[str, Any], Any], Any]
-#: A request: method, path, body, headers (``HTTP_*`` / ``CONTENT_TYPE`` environ keys).
+#: A request: method, path, body, more environ keys (``HTTP_DEPTH``, ``CONTENT_TYPE`` …).
 Request = tuple[str, str, bytes, dict[str, str]]
 
 
 def call(app: App, request: Request, expect: str) -> bytes:
     """The body of ``request`` sent straight to ``app``; its status must start with
     ``expect``."""
-    method, path, body, headers = request
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "SCRIPT_NAME": "",
-        "QUERY_STRING": "",
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "HTTP_HOST": "localhost",
-        "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_AUTHORIZATION": AUTH,
-        "CONTENT_LENGTH": str(len(body)),
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": sys.stderr,
-        "wsgi.url_scheme": "http",
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-        **headers,
-    }
-    statuses: list[str] = []
-    answer = app(environ, lambda status, _headers, _exc=None: statuses.append(status))
-    try:
-        body_out = b"".join(answer)
-    finally:
-        getattr(answer, "close", lambda: None)()
-    if not statuses[0].startswith(expect):
-        raise SystemExit(f"{method} {path}: {statuses[0]} {body_out[:300]!r}")
-    return body_out
+    method, path, body, environ = request
+    status, answer = wsgi_request(app, method, path, body, environ)
+    if not status.startswith(expect):
+        raise SystemExit(f"{method} {path}: {status} {answer[:300]!r}")
+    return answer
 
 
 def requests() -> dict[str, tuple[Request, str]]:
