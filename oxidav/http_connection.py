@@ -38,6 +38,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from cheroot.makefile import MakeFile
@@ -119,6 +120,9 @@ class DirectSocketConnection(HTTPConnection):
     #: Set by ``BoundedRequest`` when an answer went out before the request body was read:
     #: ``close`` then hands the connection to the front's lingering close.
     unread_body = False
+    #: Set by the front when it counted the connection for its worker
+    #: (``oxidav.connection_shares``): called once, when the connection closes.
+    release_share: Callable[[], None] | None = None
 
     def __init__(self, server: Any, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
@@ -157,7 +161,12 @@ class DirectSocketConnection(HTTPConnection):
                 self.rfile.close()
                 if linger(self):
                     return
-        super().close()
+        release, self.release_share = self.release_share, None
+        try:
+            super().close()
+        finally:
+            if release is not None:
+                release()
 
     def _next_request_state(self) -> HeadState:
         """Where the connection's next request stands, for this worker to serve it itself

@@ -57,6 +57,7 @@ from cheroot import wsgi
 from cheroot.connections import ConnectionManager
 from cheroot.workers.threadpool import ThreadPool
 
+from oxidav.connection_shares import ACCEPT_DEFERRALS, ACCEPT_RECHECK_SECONDS, WorkerShare
 from oxidav.http_reader import HeadState, SocketReader, tls_pending
 
 log = logging.getLogger("oxidav.http_front")
@@ -80,9 +81,16 @@ class TlsHandshake:
         self.addr = addr
         self.head_deadline = deadline
         self.last_used = time.time()
+        #: Called once when the connection closes (its worker's count); handed on with it.
+        self.release_share: Callable[[], None] | None = None
 
     def close(self) -> None:
-        self.socket.close()
+        release, self.release_share = self.release_share, None
+        try:
+            self.socket.close()
+        finally:
+            if release is not None:
+                release()
 
 
 def _refusal(status: str, reason: str) -> bytes:
@@ -114,6 +122,15 @@ class FrontConnectionManager(ConnectionManager):
         self._lingering = 0
         #: Where lingering connections' bytes are received and dropped (selector thread only).
         self._discard_buffer = bytearray(64 * 1024)
+        #: This worker's count among its siblings (None: the only process serving the socket).
+        self._share: WorkerShare | None = getattr(server, "connection_share", None)
+        #: While the listening socket is out of the selector (a sibling holds fewer
+        #: connections), when it goes back in (``time.monotonic``).
+        self._accept_deferred_until: float | None = None
+        #: Deferrals in a row that found a connection still waiting afterwards.
+        self._deferrals = 0
+        #: The next select is the first after a deferral.
+        self._rechecking = False
 
     # --- the lingering close --------------------------------------------------------------
 
@@ -174,6 +191,9 @@ class FrontConnectionManager(ConnectionManager):
             sock.close()
             return
         handshake = TlsHandshake(wrapped, addr, time.time() + self._head_timeout)
+        if self._share is not None:
+            self._share.opened()
+            handshake.release_share = self._share.closed
         with self._heads_lock:
             self._heads_waiting += 1
         try:
@@ -215,8 +235,9 @@ class FrontConnectionManager(ConnectionManager):
             conn = server.ConnectionClass(server, sock)
         except OSError:
             with suppress(OSError):
-                sock.close()
+                handshake.close()
             return
+        conn.release_share, handshake.release_share = handshake.release_share, None
         conn.ssl_env = ssl_env
         conn.remote_addr, conn.remote_port = handshake.addr[:2]
         self._admit(conn)
@@ -374,27 +395,72 @@ class FrontConnectionManager(ConnectionManager):
                 with suppress(OSError):
                     conn.close()
 
-    # --- cheroot's loop, with the two steps above ------------------------------------------
+    # --- accepting, shared with the sibling workers ---------------------------------------
+
+    def _accept(self) -> None:
+        """The listening socket is readable: accept (plain TCP or TLS), unless a sibling
+        worker holds fewer connections and may take this one (``oxidav.connection_shares``):
+        then look again after ``ACCEPT_RECHECK_SECONDS``, and accept what still waits after
+        ``ACCEPT_DEFERRALS`` such looks."""
+        share = self._share
+        if share is not None and self._deferrals < ACCEPT_DEFERRALS and share.sibling_has_fewer():
+            self._selector.unregister(self.server.socket.fileno())
+            self._accept_deferred_until = time.monotonic() + ACCEPT_RECHECK_SECONDS
+            self._deferrals += 1
+            return
+        self._deferrals = 0
+        adapter = self.server.ssl_adapter
+        if adapter is not None:
+            self._accept_tls(adapter)
+            return
+        conn = self._from_server_socket(self.server.socket)
+        if conn is None:
+            return
+        if share is not None:
+            share.opened()
+            conn.release_share = share.closed
+        self._admit(conn)
+
+    def _select_timeout(self, expiration_interval: float) -> float:
+        """How long the next select may wait; puts the listening socket back in the
+        selector once a deferral is over."""
+        until = self._accept_deferred_until
+        if until is None:
+            return expiration_interval
+        left = until - time.monotonic()
+        if left > 0:
+            return min(expiration_interval, left)
+        self._accept_deferred_until = None
+        self._selector.register(self.server.socket.fileno(), selectors.EVENT_READ, self.server)
+        self._rechecking = True
+        return 0
+
+    def _rechecked(self, accept_ready: bool) -> None:
+        """After the select that follows a deferral: nothing waiting means a sibling took
+        the connection, and the count of looks starts again."""
+        if self._rechecking and not accept_ready:
+            self._deferrals = 0
+        self._rechecking = False
+
+    # --- cheroot's loop, with the steps above ----------------------------------------------
 
     def _run(self, expiration_interval: float) -> None:
         last_expiration_check = time.time()
         while not self._stop_requested:
             try:
-                active = list(self._selector.select(timeout=expiration_interval))
+                timeout = self._select_timeout(expiration_interval)
+                active = list(self._selector.select(timeout=timeout))
             except OSError:
                 self._remove_invalid_sockets()
                 continue
+            accept_ready = False
             for sock_fd, conn in active:
                 if conn is self.server:
-                    adapter = self.server.ssl_adapter
-                    if adapter is not None:
-                        self._accept_tls(adapter)
-                        continue
-                    new_conn = self._from_server_socket(self.server.socket)
-                    if new_conn is not None:
-                        self._admit(new_conn)
+                    accept_ready = True
+                    self._accept()
                 else:
                     self._readable(sock_fd, conn)
+            self._rechecked(accept_ready)
             now = time.time()
             if now - last_expiration_check > expiration_interval:
                 self._expire(threshold=now - self.server.timeout)
@@ -403,8 +469,9 @@ class FrontConnectionManager(ConnectionManager):
     @property
     def _num_connections(self) -> int:
         """Idle kept-alive connections (cheroot's count without those sending a head or
-        lingering)."""
-        return len(self._selector) - 1 - self._heads_waiting - self._lingering
+        lingering, and without the listening socket while it is in the selector)."""
+        listening = 0 if self._accept_deferred_until is not None else 1
+        return len(self._selector) - listening - self._heads_waiting - self._lingering
 
 
 class DrainingThreadPool(ThreadPool):
@@ -439,10 +506,12 @@ class FrontServer(wsgi.Server):
         request_head_timeout: float,
         max_request_head_bytes: int,
         listening_socket: socket.socket | None = None,
+        connection_share: WorkerShare | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.listening_socket = listening_socket
+        self.connection_share = connection_share
         self.request_head_timeout = request_head_timeout
         self.max_request_header_size = max_request_head_bytes
         pool = self.requests

@@ -26,6 +26,7 @@ from cheroot import wsgi
 from cheroot.ssl import Adapter
 
 from oxidav.app import make_app
+from oxidav.connection_shares import WorkerShare
 from oxidav.http_connection import BufferGateway, DirectSocketConnection
 from oxidav.http_front import FrontServer
 from oxidav.observability.metrics import Metrics
@@ -50,10 +51,12 @@ def build_server(
     services: Services,
     ssl_adapter: Adapter | None = None,
     listening_socket: socket.socket | None = None,
+    connection_share: WorkerShare | None = None,
 ) -> wsgi.Server:
     """The cheroot server of ``settings``; HTTPS with ``ssl_adapter`` (default: the one of
     ``tls_cert`` / ``tls_key``, if set); on ``listening_socket`` when given (a worker of the
-    supervisor), else on a socket it binds itself."""
+    supervisor), else on a socket it binds itself; ``connection_share``: the worker's count among
+    its siblings on that socket (``oxidav.connection_shares``)."""
     metrics = Metrics()
     server = FrontServer(
         (settings.host, settings.port),
@@ -65,6 +68,7 @@ def build_server(
         request_head_timeout=settings.request_head_timeout,
         max_request_head_bytes=settings.max_request_head_bytes,
         listening_socket=listening_socket,
+        connection_share=connection_share,
     )
     server.ConnectionClass = DirectSocketConnection
     server.gateway = BufferGateway
@@ -81,6 +85,7 @@ def run_server(
     out: TextIO | None = None,
     admin_password: str | None = None,
     listening_socket: socket.socket | None = None,
+    connection_share: WorkerShare | None = None,
     sweep: bool = True,
 ) -> int:
     """Serve ``services`` from this process until SIGTERM (or SIGINT); ``out``: where the
@@ -105,7 +110,7 @@ def run_server(
         presence.stop()
         services.close()
         raise blob_store_error(settings, exc) from None
-    server = build_server(settings, services, ssl_adapter, listening_socket)
+    server = build_server(settings, services, ssl_adapter, listening_socket, connection_share)
     server.shutdown_timeout = settings.shutdown_timeout
     try:
         server.prepare()  # binds, so port 0 resolves to the real port
@@ -137,12 +142,16 @@ def run_server(
         print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)
         if admin_password is not None:
             print(f"created user 'admin' with password: {admin_password}", file=out, flush=True)
+    if connection_share is not None:
+        connection_share.serve()
     worker = threading.Thread(target=server.serve, name="cheroot", daemon=True)
     worker.start()
     sweeper = Sweeper(services) if sweep else None
     if sweeper is not None:
         sweeper.start()
     stop.wait()
+    if connection_share is not None:
+        connection_share.leave()
     stopper = threading.Thread(target=server.stop, name="oxidav-stop", daemon=True)
     stopper.start()
     stopper.join(settings.shutdown_timeout + STOP_GRACE_SECONDS)

@@ -11,6 +11,8 @@ database connection, thread or blob store client when it forks: each worker open
 runs the sweeper. Every worker is a full server: what must agree across them lives in the
 database (locks, the login throttle, sessions, the caches' generations), as it does across
 hosts on PostgreSQL; on SQLite their writers queue on one file lock (``oxidav.db.engine``).
+The workers also share their connection counts (``oxidav.connection_shares``), so new
+connections spread evenly over them.
 
 Signals: the supervisor waits in ``sigwaitinfo`` (no polling). A worker that dies is reaped
 and replaced by a new one in its slot, logged; if workers die ``CRASH_LIMIT`` times within
@@ -43,6 +45,7 @@ from typing import TextIO
 from cheroot.ssl import Adapter
 
 from oxidav.bootstrap import prepare
+from oxidav.connection_shares import ConnectionShares, WorkerShare
 from oxidav.db import Database
 from oxidav.db.engine import POOL_CONNECTIONS_MAX
 from oxidav.http_front import FrontServer
@@ -143,7 +146,12 @@ def _die_with(supervisor: int) -> None:
 
 
 def _worker_main(
-    settings: Settings, sock: socket.socket, slot: int, ssl_adapter: Adapter | None, parent: int
+    settings: Settings,
+    sock: socket.socket,
+    slot: int,
+    ssl_adapter: Adapter | None,
+    share: WorkerShare,
+    parent: int,
 ) -> int:
     """The body of a forked worker (never returns into the supervisor's code)."""
     _die_with(parent)
@@ -151,11 +159,22 @@ def _worker_main(
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     services = Services.open(settings)
-    return run_server(settings, services, ssl_adapter, listening_socket=sock, sweep=slot == 0)
+    return run_server(
+        settings,
+        services,
+        ssl_adapter,
+        listening_socket=sock,
+        connection_share=share,
+        sweep=slot == 0,
+    )
 
 
 def _fork_worker(
-    settings: Settings, sock: socket.socket, slot: int, ssl_adapter: Adapter | None
+    settings: Settings,
+    sock: socket.socket,
+    slot: int,
+    ssl_adapter: Adapter | None,
+    share: WorkerShare,
 ) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
@@ -165,7 +184,7 @@ def _fork_worker(
         return pid
     code = 1
     try:
-        code = _worker_main(settings, sock, slot, ssl_adapter, parent)
+        code = _worker_main(settings, sock, slot, ssl_adapter, share, parent)
     except StartupError as exc:
         log.error("worker %d: %s", slot, exc)
     except BaseException:
@@ -184,14 +203,18 @@ def _exit_code(status: int) -> str:
 class _Workers:
     """The slots and the processes now in them."""
 
-    def __init__(self, settings: Settings, sock: socket.socket, ssl: Adapter | None) -> None:
+    def __init__(
+        self, settings: Settings, sock: socket.socket, ssl: Adapter | None, count: int
+    ) -> None:
         self.settings = settings
         self.sock = sock
         self.ssl = ssl
         self.slots: dict[int, int] = {}  # pid -> slot
+        self.shares = ConnectionShares(count)
 
     def start(self, slot: int) -> None:
-        self.slots[_fork_worker(self.settings, self.sock, slot, self.ssl)] = slot
+        share = self.shares.worker(slot)
+        self.slots[_fork_worker(self.settings, self.sock, slot, self.ssl, share)] = slot
 
     def reap(self) -> list[tuple[int, int, int]]:
         """(pid, slot, wait status) of every worker that ended since the last call."""
@@ -205,6 +228,7 @@ class _Workers:
                 break
             slot = self.slots.pop(pid, None)
             if slot is not None:
+                self.shares.vacate(slot)
                 forget_worker(pid)
                 ended.append((pid, slot, status))
         return ended
@@ -233,7 +257,7 @@ def supervise(
     # their garbage collector's sweeps, those pages stay shared (copy-on-write).
     gc.collect()
     gc.freeze()
-    workers = _Workers(settings, sock, ssl_adapter)
+    workers = _Workers(settings, sock, ssl_adapter, count)
     for slot in range(count):
         workers.start(slot)
     print(f"oxidav listening on {scheme}://{host}:{port}/remote.php/dav/", file=out, flush=True)

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -104,8 +105,8 @@ class Connection:
         assert self.http.sock is not None
         client_port = self.http.sock.getsockname()[1]
         self.request("OPTIONS", FILES)  # accepted (and served) by now
-        inode = _server_end_inode(self.port, client_port)
-        owners = [pid for pid in _workers(server) if inode in _socket_inodes(pid)]
+        self.inode = _server_end_inode(self.port, client_port)
+        owners = [pid for pid in _workers(server) if self.inode in _socket_inodes(pid)]
         assert len(owners) == 1, owners
         self.worker = owners[0]
 
@@ -127,6 +128,30 @@ def _one_per_worker(server: ServerProcess) -> tuple[Connection, Connection]:
             return first, other
         other.http.close()
     raise AssertionError("every connection went to one worker")
+
+
+def test_new_connections_go_to_the_worker_holding_fewer(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    """Connections opened one after another alternate between the workers (each accepted and
+    served before the next), and once one worker's connections close, the next ones go to it
+    (``oxidav.connection_shares``). Without the shared counts each connection went to
+    whichever worker won the race for ``accept``."""
+    server, _env = served
+    opened = [Connection(server) for _ in range(8)]
+    per_worker = Counter(conn.worker for conn in opened)
+    assert sorted(per_worker.values()) == [4, 4], per_worker
+    emptied = opened[0].worker
+    closing = [conn for conn in opened if conn.worker == emptied]
+    for conn in closing:
+        conn.http.close()
+    until(
+        lambda: not any(conn.inode in _socket_inodes(emptied) for conn in closing),
+        30,
+        "the closed connections to end in their worker",
+    )
+    again = [Connection(server) for _ in range(4)]
+    assert [conn.worker for conn in again] == [emptied] * 4
 
 
 def test_both_workers_serve_one_socket_and_a_lock_holds_across_them(
