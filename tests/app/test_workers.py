@@ -13,6 +13,7 @@ import http.client
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 from collections import Counter
@@ -24,6 +25,7 @@ import pytest
 
 from tests.support.cli import run_oxidav
 from tests.support.live import ServerProcess, start_server_process, until
+from tests.support.tls import self_signed
 
 PASSWORD = "workers-pw"
 FILES = "/remote.php/dav/files/admin/"
@@ -96,11 +98,15 @@ def _server_end_inode(server_port: int, client_port: int) -> str:
 
 
 class Connection:
-    """A kept-alive connection and the worker that accepted it."""
+    """A kept-alive connection and the worker that accepted it (``tls``: over HTTPS)."""
 
-    def __init__(self, server: ServerProcess) -> None:
+    def __init__(self, server: ServerProcess, tls: ssl.SSLContext | None = None) -> None:
         self.port = _port(server)
-        self.http = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.http = (
+            http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            if tls is None
+            else http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30, context=tls)
+        )
         self.http.connect()
         assert self.http.sock is not None
         client_port = self.http.sock.getsockname()[1]
@@ -130,15 +136,8 @@ def _one_per_worker(server: ServerProcess) -> tuple[Connection, Connection]:
     raise AssertionError("every connection went to one worker")
 
 
-def test_new_connections_go_to_the_worker_holding_fewer(
-    served: tuple[ServerProcess, dict[str, str]],
-) -> None:
-    """Connections opened one after another alternate between the workers (each accepted and
-    served before the next), and once one worker's connections close, the next ones go to it
-    (``oxidav.connection_shares``). Without the shared counts each connection went to
-    whichever worker won the race for ``accept``."""
-    server, _env = served
-    opened = [Connection(server) for _ in range(8)]
+def _check_spread(server: ServerProcess, tls: ssl.SSLContext | None = None) -> None:
+    opened = [Connection(server, tls) for _ in range(8)]
     per_worker = Counter(conn.worker for conn in opened)
     assert sorted(per_worker.values()) == [4, 4], per_worker
     emptied = opened[0].worker
@@ -150,8 +149,39 @@ def test_new_connections_go_to_the_worker_holding_fewer(
         30,
         "the closed connections to end in their worker",
     )
-    again = [Connection(server) for _ in range(4)]
+    again = [Connection(server, tls) for _ in range(4)]
     assert [conn.worker for conn in again] == [emptied] * 4
+
+
+def test_new_connections_go_to_the_worker_holding_fewer(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    """Connections opened one after another alternate between the workers (each accepted and
+    served before the next), and once one worker's connections close, the next ones go to it
+    (``oxidav.connection_shares``). Without the shared counts each connection went to
+    whichever worker won the race for ``accept``."""
+    _check_spread(served[0])
+
+
+def test_tls_connections_are_counted_from_the_handshake_to_the_close(
+    tmp_path: Path, db_url: str
+) -> None:
+    """The same over HTTPS: a connection is counted from its accept, through the handshake
+    the front does, to its close."""
+    cert = self_signed(tmp_path / "tls")
+    env = {
+        **_env(tmp_path, db_url),
+        "OXIDAV_TLS_CERT": str(cert.cert),
+        "OXIDAV_TLS_KEY": str(cert.key),
+    }
+    server = start_server_process(
+        ["--port", "0", "--workers", "2"], env=env, stderr=tmp_path / "server.log"
+    )
+    try:
+        until(lambda: len(_workers(server)) == 2, 30, "two workers")
+        _check_spread(server, ssl.create_default_context(cafile=str(cert.cert)))
+    finally:
+        server.stop()
 
 
 def test_both_workers_serve_one_socket_and_a_lock_holds_across_them(
