@@ -34,6 +34,12 @@ selector a TLS socket is non-blocking (a readable socket may hold half a TLS rec
 gets its timeout back when it goes to a worker; plaintext OpenSSL holds already decrypted
 (``pending``) counts as readable.
 
+Under a supervisor's workers (``FrontServer.connection_share``) the front counts the connections
+its process holds, from the accept (before any TLS handshake) to the close, and a worker holding
+more than a sibling leaves a new connection to it (``oxidav.connection_shares``): the listening
+socket is out of the selector for ``ACCEPT_RECHECK_SECONDS``, up to ``ACCEPT_DEFERRALS`` times
+in a row while a connection still waits.
+
 Invariant: a ``SocketReader`` connection reaches a worker only with a complete head buffered
 (``DirectSocketConnection`` keeps it when it serves a kept-alive connection's next request
 itself).
