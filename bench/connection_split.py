@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import tempfile
 import threading
@@ -25,9 +24,9 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from bench._files_servers import Server, add_alice, oxidav_env, oxidav_server
+from bench._files_servers import Server, oxidav_server
 from bench._revisions import add_gate_options, alternating, side_sources
-from bench.files_vs_apache import CLIENTS, populate_oxidav
+from bench.files_vs_apache import CLIENTS, side_copies
 from bench.serve_workers import rate
 
 
@@ -91,13 +90,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp_name:
         tmp = Path(tmp_name)
         sources = side_sources(args, tmp)
-        template = oxidav_env(tmp / "template")
-        add_alice(template)
-        populate_oxidav(template, [])
-        envs = {}
-        for name in ("BEFORE", "AFTER"):
-            shutil.copytree(tmp / "template", tmp / name)
-            envs[name] = oxidav_env(tmp / name)
+        envs = side_copies(tmp, [])
         with ProcessPoolExecutor(CLIENTS) as pool:
             for _n, name in alternating(args.rounds):
                 with oxidav_server(envs[name], source=sources[name], name=name) as server:

@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import threading
@@ -96,6 +97,20 @@ def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
             make_folder(session, user_id, "/get")
             for i in range(GET_FILES):
                 write_file(session, chain, user_id, f"/get/g{i:04d}.bin", contents[i])
+
+
+def side_copies(tmp: Path, sizes: list[int]) -> dict[str, dict[str, str]]:
+    """A gate's two data folders (``BEFORE``, ``AFTER``) under ``tmp``: copies of one folder
+    with alice and the tree of ``populate_oxidav(sizes)``; the ``oxidav serve`` environment of
+    each."""
+    template = oxidav_env(tmp / "template")
+    add_alice(template)
+    populate_oxidav(template, sizes)
+    envs = {}
+    for name in ("BEFORE", "AFTER"):
+        shutil.copytree(tmp / "template", tmp / name)
+        envs[name] = oxidav_env(tmp / name)
+    return envs
 
 
 def worker_memory(server: Server, field: str) -> float:

@@ -14,16 +14,15 @@ beats BEFORE on every ``--decide`` figure (default: all).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from bench._files_servers import add_alice, oxidav_env, oxidav_server
+from bench._files_servers import oxidav_server
 from bench._revisions import add_gate_options, alternating, side_sources
-from bench.files_vs_apache import CLIENTS, populate_oxidav
+from bench.files_vs_apache import CLIENTS, side_copies
 from bench.serve_workers import check_puts, rate
 
 FIGURES = ("GET 4 KiB x8 req/s", "PROPFIND 500 x8 req/s", "PUT 4 KiB x8 files/s")
@@ -37,13 +36,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-small-") as tmp_name:
         tmp = Path(tmp_name)
         sources = side_sources(args, tmp)
-        template = oxidav_env(tmp / "template")
-        add_alice(template)
-        populate_oxidav(template, [500])
-        envs = {}
-        for name in ("BEFORE", "AFTER"):
-            shutil.copytree(tmp / "template", tmp / name)
-            envs[name] = oxidav_env(tmp / name)
+        envs = side_copies(tmp, [500])
         with ProcessPoolExecutor(CLIENTS) as pool:
             for n, name in alternating(args.rounds):
                 with oxidav_server(envs[name], source=sources[name], name=name) as server:
