@@ -26,7 +26,13 @@ from oxidav.tree.errors import (
     QuotaExceeded,
     TreeError,
 )
-from oxidav.tree.listing import count_subtree, list_children, list_subtree, read_children
+from oxidav.tree.listing import (
+    count_subtree,
+    list_children,
+    list_subtree,
+    read_children,
+    read_children_brief,
+)
 from oxidav.tree.moves import TransferResult, copy_node, move_node
 from oxidav.tree.names import normalize_name, normalize_path
 from oxidav.tree.nodes import ensure_root, get_node, lock_tree, resolve
@@ -80,6 +86,7 @@ __all__ = [
     "purge_trashed_before",
     "quota_limit",
     "read_children",
+    "read_children_brief",
     "read_write_context",
     "release_user_content",
     "resolve",

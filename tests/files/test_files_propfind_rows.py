@@ -1,6 +1,7 @@
 """A Depth:1 PROPFIND builds its members without WsgiDAV's constructor and answers common live
-properties straight from the rows: the answer is byte-for-byte the one of the general path, and
-each member answers as it does when asked on its own (Depth:0)."""
+properties straight from the rows (read without their creation time when none is asked for:
+``read_children_brief``): the answer is byte-for-byte the one of the general path, and each
+member answers as it does when asked on its own (Depth:0)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ BODIES = {
     "files-only": "<D:getcontentlength/><D:getcontenttype/>",
     "all-from-rows": ALL_FROM_ROWS,
     "repeated": "<D:getetag/><D:getetag/>",
+    # No creation date: the brief rows, and for the locked member and the folder's length the
+    # general path on a member built from them.
+    "brief-with-fallbacks": (
+        "<D:lockdiscovery/><D:getcontentlength/><D:displayname/><D:supportedlock/><D:getetag/>"
+    ),
 }
 
 
@@ -75,12 +81,13 @@ def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
     assert len(_responses(from_rows)) == len(NAMES) + 1
 
 
+@pytest.mark.parametrize("body", ["all-from-rows", "brief-with-fallbacks"])
 def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
-    live_server: LiveServer, folder: str
+    live_server: LiveServer, folder: str, body: str
 ) -> None:
-    listed = _responses(_propfind(live_server, folder, ALL_FROM_ROWS, "1"))
+    listed = _responses(_propfind(live_server, folder, BODIES[body], "1"))
     for name in NAMES:
         suffix = "/" if name == "sub folder" else ""
-        alone = _responses(_propfind(live_server, f"{folder}{name}{suffix}", ALL_FROM_ROWS, "0"))
+        alone = _responses(_propfind(live_server, f"{folder}{name}{suffix}", BODIES[body], "0"))
         ((href, answer),) = alone.items()
         assert listed[href] == answer, name

@@ -26,6 +26,7 @@ from oxidav.tree import (
     move_node,
     purge_trashed_before,
     read_children,
+    read_children_brief,
     resolve,
     trash_node,
     write_file,
@@ -76,6 +77,32 @@ def test_mkdir_write_and_list(database, user, refs):
         ]
     assert refs.live() == {"m-a": 1, "m-b": 1}
     assert _sizes(database, user, "", "/docs", "/docs/sub") == [30, 30, 0]
+
+
+def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, user, refs):
+    """``read_children_brief`` (a listing without creation dates) gives each page's nodes as
+    ``read_children`` does, user, parent and path taken from the folder, ``created_at`` None:
+    in the root, in nested folders, under a non-ASCII name and after a move renamed a folder."""
+    with database.write() as s:
+        make_folder(s, user, "/docs")
+        make_folder(s, user, "/docs/sub")
+        make_folder(s, user, "/old")
+        write_file(s, refs, user, "/top.txt", content("t", 3))
+        write_file(s, refs, user, "/docs/a.txt", content("a", 10))
+        write_file(s, refs, user, "/docs/sub/Ünïcødé ✓.md", content("u", 5))
+        write_file(s, refs, user, "/old/inner.bin", content("i", 7))
+        move_node(s, user, "/old", "/docs/sub/new name")
+    for path in ("", "/docs", "/docs/sub", "/docs/sub/new name"):
+        with database.read() as s:
+            folder = resolve(s, user, path)
+        assert folder is not None
+        full = read_children(database, folder.id, after=None, limit=1000)
+        assert full
+        brief = read_children_brief(database, folder, after=None, limit=1000)
+        assert brief == [node._replace(created_at=None) for node in full]
+        first = read_children_brief(database, folder, after=None, limit=1)
+        rest = read_children_brief(database, folder, after=first[-1].name, limit=1000)
+        assert first + rest == brief
 
 
 def test_mkdir_errors(database, user, refs):

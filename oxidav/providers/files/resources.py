@@ -37,6 +37,7 @@ from oxidav.tree import (
     move_node,
     normalize_name,
     read_children,
+    read_children_brief,
     trash_node,
     write_file,
 )
@@ -282,16 +283,22 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         available: int | None = self.provider.backend.quota(self.environ, self.node.user_id)[1]
         return available
 
-    def iter_member_pages(self, size: int | None = None) -> Iterator[list[_NodeResource]]:
+    def iter_member_pages(
+        self, size: int | None = None, brief: bool = False
+    ) -> Iterator[list[_NodeResource]]:
         """The members in name order, one page at a time: one keyset query per page, and one
-        ``Page`` whose dead properties, locks and enrichment are batched for that page."""
+        ``Page`` whose dead properties, locks and enrichment are batched for that page.
+        ``brief``: for an answer that shows no creation date; the members' nodes are read
+        with ``read_children_brief`` (their ``created_at`` is None)."""
         size = size or PAGE_SIZE
         lock_root = lock_rows.normalize_root(self.get_ref_url())
         after: str | None = None
+        db = self.provider.backend.db
         while True:
-            children = read_children(
-                self.provider.backend.db, self.node.id, after=after, limit=size
-            )
+            if brief:
+                children = read_children_brief(db, self.node, after=after, limit=size)
+            else:
+                children = read_children(db, self.node.id, after=after, limit=size)
             if children:
                 page = Page(self.provider.backend, self.environ, children, lock_root, listing=True)
                 yield self._members_of(children, page)
