@@ -12,7 +12,9 @@ None. Everything else is the row's, as ``read_children`` gives it.
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select
+from typing import Any
+
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from oxidav.db import Database
@@ -36,41 +38,46 @@ def list_children(
     return [NodeInfo.from_row(row) for row in session.execute(stmt)]
 
 
+class _PageReads:
+    """A folder's page of children (``page``: the columns read, of one ``folder_id``) as two
+    prepared reads: the first page, and the page after a name (keyset)."""
+
+    def __init__(self, page: Select[*tuple[Any, ...]]) -> None:
+        limited = page.order_by(Node.name).limit(bindparam("limit"))
+        self._first = PreparedRead(limited)
+        self._next = PreparedRead(limited.where(Node.name > bindparam("after")))
+
+    def rows(
+        self, db: Database, folder_id: int, after: str | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        if after is None:
+            return self._first.rows(db, {"folder_id": folder_id, "limit": limit})
+        return self._next.rows(db, {"folder_id": folder_id, "after": after, "limit": limit})
+
+
 _PAGE = select_live().where(Node.parent_id == bindparam("folder_id"))
-_FIRST_PAGE = PreparedRead(_PAGE.order_by(Node.name).limit(bindparam("limit")))
-_NEXT_PAGE = PreparedRead(
-    _PAGE.where(Node.name > bindparam("after")).order_by(Node.name).limit(bindparam("limit"))
-)
+_PAGES = _PageReads(_PAGE)
 
 
 def read_children(db: Database, folder_id: int, *, after: str | None, limit: int) -> list[NodeInfo]:
     """``list_children`` as one prepared statement outside any session (a folder listing's
     pages): no statement built and no ORM row handling per page."""
-    if after is None:
-        rows = _FIRST_PAGE.rows(db, {"folder_id": folder_id, "limit": limit})
-    else:
-        rows = _NEXT_PAGE.rows(db, {"folder_id": folder_id, "after": after, "limit": limit})
-    return [NodeInfo.from_row(row) for row in rows]
+    return [NodeInfo.from_row(row) for row in _PAGES.rows(db, folder_id, after, limit)]
 
 
-_BRIEF_COLUMNS = (
-    Node.id,
-    Node.name,
-    Node.is_folder,
-    Node.size,
-    Node.mtime,
-    Node.etag,
-    Node.manifest_hash,
-    Node.content_hash,
-    Node.mime_type,
-    Node.checksums,
-)
-_BRIEF_PAGE = select(*_BRIEF_COLUMNS).where(
-    Node.trashed_at.is_(None), Node.parent_id == bindparam("folder_id")
-)
-_FIRST_BRIEF_PAGE = PreparedRead(_BRIEF_PAGE.order_by(Node.name).limit(bindparam("limit")))
-_NEXT_BRIEF_PAGE = PreparedRead(
-    _BRIEF_PAGE.where(Node.name > bindparam("after")).order_by(Node.name).limit(bindparam("limit"))
+_BRIEF_PAGES = _PageReads(
+    _PAGE.with_only_columns(
+        Node.id,
+        Node.name,
+        Node.is_folder,
+        Node.size,
+        Node.mtime,
+        Node.etag,
+        Node.manifest_hash,
+        Node.content_hash,
+        Node.mime_type,
+        Node.checksums,
+    )
 )
 
 
@@ -80,10 +87,7 @@ def read_children_brief(
     """``read_children`` of ``folder`` for a listing that shows no creation date: the same
     nodes, with ``created_at`` None (not read), and user, parent and path taken from
     ``folder`` (module docstring)."""
-    if after is None:
-        rows = _FIRST_BRIEF_PAGE.rows(db, {"folder_id": folder.id, "limit": limit})
-    else:
-        rows = _NEXT_BRIEF_PAGE.rows(db, {"folder_id": folder.id, "after": after, "limit": limit})
+    rows = _BRIEF_PAGES.rows(db, folder.id, after, limit)
     user_id, parent_id = folder.user_id, folder.id
     prefix = folder.path if folder.path.endswith("/") else folder.path + "/"
     new = tuple.__new__
