@@ -1,7 +1,8 @@
-"""A Depth:1 PROPFIND builds its members without WsgiDAV's constructor and answers common live
-properties straight from the rows (read without their creation time when none is asked for:
-``read_children_brief``): the answer is byte-for-byte the one of the general path, and each
-member answers as it does when asked on its own (Depth:0)."""
+"""A Depth:1 PROPFIND answers common live properties straight from the members' rows
+(``MemberRow``s, whose resources are built only for a property the row cannot answer; read
+without their creation time when none is asked for: ``read_children_brief``): the answer is
+byte-for-byte the one of the general path, and each member answers as it does when asked on
+its own (Depth:0)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,11 @@ templates, others through the resource's ``get_property_value`` — and joined. 
 is streamed as it is produced — members are loaded a page (1000 rows) at a time — so memory
 stays bounded by the buffer and the page, not by the folder.
 
-A named PROPFIND whose properties all come from the rows and include no creation date reads
-its members' rows without what it does not show (``FolderResource.iter_member_pages(brief=True)``,
-``oxidav.tree.listing.read_children_brief``): the same answer from fewer columns.
+A named PROPFIND whose properties all come from the rows lists its members as rows
+(``FolderResource.iter_member_rows``: a ``MemberRow`` is a child's row and href, and builds its
+resource only for a property the row cannot answer), and without a creation date reads those
+rows without what it does not show (``oxidav.tree.listing.read_children_brief``): the same
+answer from fewer objects and columns.
 
 Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties; a property
 named twice is answered once. Depth infinity and the ``files/`` homes collection are left to
@@ -32,7 +34,7 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 from oxidav.providers.dav.multistatus import property_names, take_up_to
 from oxidav.providers.dav.xml_input import request_xml
 from oxidav.providers.files.get import http_date_now, rfc1123_of
-from oxidav.providers.files.resources import FileResource, FolderResource
+from oxidav.providers.files.resources import FileResource, FolderResource, MemberRow
 
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.
@@ -62,46 +64,48 @@ SUPPORTEDLOCK = (
 )
 
 Resource = FileResource | FolderResource
+#: What a row formatter reads: a resource, or a listed member's row (``MemberRow``).
+Row = FileResource | FolderResource | MemberRow
 
 
-def _etag(res: Resource) -> str | None:
+def _etag(res: Row) -> str | None:
     return f'<D:getetag>"{res.node.etag}"</D:getetag>'
 
 
-def _lastmodified(res: Resource) -> str | None:
+def _lastmodified(res: Row) -> str | None:
     return f"<D:getlastmodified>{rfc1123_of(res.node.mtime)}</D:getlastmodified>"
 
 
-def _resourcetype(res: Resource) -> str | None:
+def _resourcetype(res: Row) -> str | None:
     return RESOURCETYPE_COLLECTION if res.is_collection else RESOURCETYPE_FILE
 
 
-def _displayname(res: Resource) -> str | None:
+def _displayname(res: Row) -> str | None:
     return f"<D:displayname>{escape(res.get_display_name())}</D:displayname>"
 
 
-def _creationdate(res: Resource) -> str | None:
+def _creationdate(res: Row) -> str | None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(res.get_creation_date()))
     return f"<D:creationdate>{stamp}</D:creationdate>"
 
 
-def _supportedlock(res: Resource) -> str | None:
+def _supportedlock(res: Row) -> str | None:
     return SUPPORTEDLOCK if res.provider.lock_manager is not None else None
 
 
-def _lockdiscovery(res: Resource) -> str | None:
+def _lockdiscovery(res: Row) -> str | None:
     if res.provider.lock_manager is None or res.has_locks():
         return None
     return "<D:lockdiscovery/>"
 
 
-def _contentlength(res: Resource) -> str | None:
+def _contentlength(res: Row) -> str | None:
     if res.is_collection:
         return None
     return f"<D:getcontentlength>{res.node.size}</D:getcontentlength>"
 
 
-def _contenttype(res: Resource) -> str | None:
+def _contenttype(res: Row) -> str | None:
     if res.is_collection:
         return None
     return f"<D:getcontenttype>{escape(res.node.mime_type)}</D:getcontenttype>"
@@ -174,7 +178,7 @@ def _value_xml(names: _Names, name: str, value: Any) -> str:
     return f"<{tag}>{escape(str(value))}</{tag}>"
 
 
-Formatter = Callable[[Resource], str | None]
+Formatter = Callable[[Row], str | None]
 
 
 def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
@@ -191,7 +195,7 @@ def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
     return formatters
 
 
-def _from_row(res: Resource, formatters: list[Formatter]) -> bytes | None:
+def _from_row(res: Row, formatters: list[Formatter]) -> bytes | None:
     """The ``<D:response>`` of ``res`` with one 200 propstat and no namespaces, or None if a
     property cannot be answered from the row (a folder's getcontentlength, a locked one's
     lockdiscovery)."""
@@ -208,28 +212,30 @@ def _from_row(res: Resource, formatters: list[Formatter]) -> bytes | None:
 
 
 def response_xml(
-    res: Resource, mode: str, requested: list[str], from_row: list[Formatter] | None = None
+    res: Row, mode: str, requested: list[str], from_row: list[Formatter] | None = None
 ) -> bytes:
-    """One ``<D:response>`` for ``res`` (``from_row``: ``row_formatters(mode, requested)``)."""
+    """One ``<D:response>`` for ``res`` (``from_row``: ``row_formatters(mode, requested)``;
+    a ``MemberRow`` only with them)."""
     if from_row is not None:
         fast = _from_row(res, from_row)
         if fast is not None:
             return fast
+    resource = res.resource() if isinstance(res, MemberRow) else res
     names = _Names()
     if mode == "named":
         wanted = requested
     else:
-        wanted = res.get_property_names(is_allprop=mode == "allprop")
+        wanted = resource.get_property_names(is_allprop=mode == "allprop")
         wanted.extend(n for n in requested if n not in wanted)  # allprop + include
     groups: dict[str, list[str]] = {}
     for name in wanted:
         if mode == "propname":
             groups.setdefault(OK, []).append(f"<{names.tag(name)}/>")
             continue
-        text = _fast(res, name)
+        text = _fast(resource, name)
         if text is None:
             try:
-                value = res.find_property_value(name)
+                value = resource.find_property_value(name)
             except DAVError as exc:
                 status = "HTTP/1.1 " + get_http_status_string(exc)
                 groups.setdefault(status, []).append(f"<{names.tag(name)}/>")
@@ -244,7 +250,7 @@ def response_xml(
         for status, props in groups.items()
     )
     return (
-        f"<D:response{names.declarations()}><D:href>{escape(res.get_href())}</D:href>"
+        f"<D:response{names.declarations()}><D:href>{escape(resource.get_href())}</D:href>"
         f"{stats}</D:response>"
     ).encode()
 
@@ -273,9 +279,10 @@ def _request(environ: dict[str, Any]) -> tuple[str, list[str]]:
     return mode or "allprop", names or include
 
 
-def _body(resources: Iterable[Resource], mode: str, names: list[str]) -> Iterator[bytes]:
+def _body(
+    resources: Iterable[Row], mode: str, names: list[str], from_row: list[Formatter] | None
+) -> Iterator[bytes]:
     yield XML_HEAD
-    from_row = row_formatters(mode, names)
     iterator = iter(resources)
     while batch := list(itertools.islice(iterator, BATCH)):
         yield b"".join(response_xml(res, mode, names, from_row) for res in batch)
@@ -296,13 +303,17 @@ def handle_propfind(
         return None
     server._evaluate_if_headers(res, environ)
     mode, names = _request(environ)
-    members: Iterable[Resource] = []
+    from_row = row_formatters(mode, names)
+    members: Iterable[Row] = []
     if depth == "1" and isinstance(res, FolderResource):
-        # Members answered from their rows alone, without a creation date, need less of them.
-        brief = row_formatters(mode, names) is not None and CREATIONDATE not in names
-        pages = res.iter_member_pages(brief=brief)
-        members = itertools.chain.from_iterable(pages)  # type: ignore[arg-type]
-    chunks = _body(itertools.chain([res], members), mode, names)
+        pages: Iterator[Iterable[Row]]
+        if from_row is None:
+            pages = res.iter_member_pages()
+        else:
+            # Answered from the rows: no resources, and without a creation date fewer columns.
+            pages = res.iter_member_rows(brief=CREATIONDATE not in names)
+        members = itertools.chain.from_iterable(pages)
+    chunks = _body(itertools.chain([res], members), mode, names, from_row)
     buffered, size, whole = take_up_to(chunks, BUFFER_LIMIT)
     if whole:
         start_response(

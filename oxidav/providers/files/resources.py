@@ -3,7 +3,9 @@
 
 A resource is built from one ``NodeInfo`` row and never queries for its own live properties.
 ``FolderResource.get_member_list`` loads the folder's children with one keyset query per 1000
-names and builds them directly (no ``get_resource_inst`` per child). Writes go through
+names and builds them directly (no ``get_resource_inst`` per child); ``iter_member_rows`` gives
+them as ``MemberRow``s instead, for an answer written from the rows, which builds a member's
+resource only when a property needs it. Writes go through
 ``oxidav.tree`` in one transaction each: MKCOL, DELETE (to the trash, dropping the locks below),
 COPY and MOVE (``handle_copy`` / ``handle_move``; WsgiDAV has checked locks and If headers).
 
@@ -284,12 +286,31 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         return available
 
     def iter_member_pages(
-        self, size: int | None = None, brief: bool = False
-    ) -> Iterator[list[_NodeResource]]:
+        self, size: int | None = None
+    ) -> Iterator[list[FileResource | FolderResource]]:
         """The members in name order, one page at a time: one keyset query per page, and one
-        ``Page`` whose dead properties, locks and enrichment are batched for that page.
-        ``brief``: for an answer that shows no creation date; the members' nodes are read
+        ``Page`` whose dead properties, locks and enrichment are batched for that page."""
+        for children, page in self._child_pages(size, brief=False):
+            yield [self.member(child, href, page) for child, href in self._listed(children)]
+        mounted = self._mount_members()
+        if mounted:
+            yield mounted
+
+    def iter_member_rows(
+        self, brief: bool = False
+    ) -> Iterator[list[MemberRow] | list[FileResource | FolderResource]]:
+        """``iter_member_pages`` for an answer written from the rows: each child as a
+        ``MemberRow`` (its resource built only if asked for); mount points as resources.
+        ``brief``: for an answer that shows no creation date; the children's nodes are read
         with ``read_children_brief`` (their ``created_at`` is None)."""
+        for children, page in self._child_pages(None, brief):
+            yield [MemberRow(child, href, self, page) for child, href in self._listed(children)]
+        mounted = self._mount_members()
+        if mounted:
+            yield mounted
+
+    def _child_pages(self, size: int | None, brief: bool) -> Iterator[tuple[list[NodeInfo], Page]]:
+        """The children in name order, a page of ``size`` at a time, with the page's ``Page``."""
         size = size or PAGE_SIZE
         lock_root = lock_rows.normalize_root(self.get_ref_url())
         after: str | None = None
@@ -300,50 +321,55 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             else:
                 children = read_children(db, self.node.id, after=after, limit=size)
             if children:
-                page = Page(self.provider.backend, self.environ, children, lock_root, listing=True)
-                yield self._members_of(children, page)
+                yield (
+                    children,
+                    Page(self.provider.backend, self.environ, children, lock_root, listing=True),
+                )
             if len(children) < size:
                 break
             after = children[-1].name
-        mounted = self._mount_members()
-        if mounted:
-            yield mounted
 
-    def _members_of(self, children: list[NodeInfo], page: Page) -> list[_NodeResource]:
-        """The resources of one page of children. Built without WsgiDAV's constructor (which
-        re-derives each name from its path) and with the href made from the folder's, quoted
-        once, plus the quoted name: a 5000-file PROPFIND spent a fifth of its time here."""
+    def _listed(self, children: list[NodeInfo]) -> list[tuple[NodeInfo, str]]:
+        """Each child as this folder lists it: a folder holding mount points with its rolled-up
+        etag, and its href, made from the folder's, quoted once, plus the quoted name (a
+        5000-file PROPFIND spent a fifth of its time building hrefs and resources)."""
         mounts = mounts_of(self.environ)
         if mounts is not None and self.target.user_id != mounts.user_id:
             mounts = None
-        username, user_id = self.target.username, self.target.user_id
+        provider = self.provider
         base = f"{self.path.rstrip('/')}/"
-        provider, environ = self.provider, self.environ
         href_base = quote(provider.mount_path + provider.share_path + base, safe=HREF_SAFE)
-        members: list[_NodeResource] = []
+        listed: list[tuple[NodeInfo, str]] = []
         for child in children:
-            if child.is_folder and mounts is not None and mounts.rolls_up(child.path):
-                child = child._replace(etag=mounts.etag(child.etag))
-            member: _NodeResource
-            if child.is_folder:
-                member = FolderResource.__new__(FolderResource)
-                member._members = None
-            else:
-                member = FileResource.__new__(FileResource)
-            # What WsgiDAV's _DAVResource.__init__ sets (a test compares the two).
-            member.provider = provider
-            member.path = base + child.name
-            member.is_collection = child.is_folder
-            member.environ = environ
-            member.name = child.name
-            member._bind(Target(username, user_id, child.path), child, page)
             name = child.name
             href = href_base + (name if _UNQUOTED.match(name) else quote(name, safe=HREF_SAFE))
-            member._href = href + "/" if child.is_folder else href
-            members.append(member)
-        return members
+            if child.is_folder:
+                if mounts is not None and mounts.rolls_up(child.path):
+                    child = child._replace(etag=mounts.etag(child.etag))
+                href += "/"
+            listed.append((child, href))
+        return listed
 
-    def _mount_members(self) -> list[_NodeResource]:
+    def member(self, child: NodeInfo, href: str, page: Page) -> FileResource | FolderResource:
+        """The resource of ``child`` (as ``_listed`` gives it), listed in ``page``: built
+        without WsgiDAV's constructor, which re-derives each name from its path."""
+        member: FileResource | FolderResource
+        if child.is_folder:
+            member = FolderResource.__new__(FolderResource)
+            member._members = None
+        else:
+            member = FileResource.__new__(FileResource)
+        # What WsgiDAV's _DAVResource.__init__ sets (a test compares the two).
+        member.provider = self.provider
+        member.path = f"{self.path.rstrip('/')}/{child.name}"
+        member.is_collection = child.is_folder
+        member.environ = self.environ
+        member.name = child.name
+        member._bind(Target(self.target.username, self.target.user_id, child.path), child, page)
+        member._href = href
+        return member
+
+    def _mount_members(self) -> list[FileResource | FolderResource]:
         """The mount points of this folder if it is the caller's mount folder: the owners'
         nodes under their mount names, with one ``Page`` (so one batched query per kind of
         property) for all of them."""
@@ -424,6 +450,48 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             return f"{self.target.tree_path}/{normalize_name(name)}"
         except TreeError as exc:
             raise self._fail(exc) from None
+
+
+class MemberRow:
+    """A listed child as its row and href, for an answer written from the rows (a named
+    PROPFIND whose properties all come from them): what the row formatters ask of a resource,
+    without building one. Its resource (provider, locks, dead properties) is built on the first
+    question the row cannot answer (``resource``)."""
+
+    __slots__ = ("_folder", "_href", "_page", "_resource", "node")
+
+    def __init__(self, node: NodeInfo, href: str, folder: FolderResource, page: Page) -> None:
+        self.node = node
+        self._href = href
+        self._folder = folder
+        self._page = page
+        self._resource: FileResource | FolderResource | None = None
+
+    @property
+    def is_collection(self) -> bool:
+        return self.node.is_folder
+
+    @property
+    def provider(self) -> Any:
+        return self._folder.provider
+
+    def get_href(self) -> str:
+        return self._href
+
+    def get_display_name(self) -> str:  # as its resource's
+        return self.node.name or self._folder.target.username
+
+    def get_creation_date(self) -> float:  # as its resource's
+        return self.node.created_at.timestamp()
+
+    def has_locks(self) -> bool:
+        return self.resource().has_locks()
+
+    def resource(self) -> FileResource | FolderResource:
+        """The member's resource, listed in the same ``Page`` as its siblings."""
+        if self._resource is None:
+            self._resource = self._folder.member(self.node, self._href, self._page)
+        return self._resource
 
 
 class _MountPage(Page):
