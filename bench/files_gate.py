@@ -6,14 +6,16 @@ checkout changes), AFTER is the working tree, and WsgiDAV's FilesystemProvider r
 so every figure is also a ratio to it. Rounds rotate the order of the servers; medians are
 reported.
 
-``propfind``: per round fresh servers holding folders of 500 and 5000 files (``files_propfind``'s
-workload: Depth:1 PROPFIND, four named properties and allprop, and the Nextcloud desktop
-client's listing, ``files_propfind.NEXTCLOUD``); the three servers run at once and each timed
-run sends one PROPFIND to each of them in turn, so all are timed over the same stretch of the
-shared machine's load, over several connections each; figures are PROPFINDs per second (the
-inverse of the median time, the median over rounds), every server must list the same names
-and lengths, and BEFORE and AFTER must answer the Nextcloud listing with the same properties,
-statuses and values (but those that differ between installations, ``files_propfind.VOLATILE``).
+``propfind``: per round fresh servers holding folders of 500 and 5000 files
+(``files_propfind``'s workload: Depth:1 PROPFIND, four named properties and allprop, and the
+Nextcloud desktop client's listing, ``files_propfind.NEXTCLOUD``) and a folder of 500 folders
+(four named properties: a folder has no length, answered in a 404 propstat); the three servers
+run at once and each timed run sends one PROPFIND to each of them in turn, so all are timed over
+the same stretch of the shared machine's load, over several connections each; figures are
+PROPFINDs per second (the inverse of the median time, the median over rounds), every server must
+list the same names and lengths, and BEFORE and AFTER must answer the Nextcloud listing with the
+same properties, statuses and values (but those that differ between installations,
+``files_propfind.VOLATILE``).
 ``put``: ``--files`` distinct 4 KiB PUTs with 1 client and with 8 concurrent clients per round
 (``files_put``'s workload); afterwards every file is read back from every server and must be
 byte-equal to what was sent. ``large``: per round fresh servers, a ``--mib`` MiB PUT (into
@@ -75,6 +77,8 @@ from bench._revisions import add_side_options, before_source
 from oxidav.db.engine import database_url
 
 PROPFIND_SIZES = (500, 5000)
+#: The folder of folders the ``propfind`` workload also lists (named properties only).
+PROPFIND_FOLDERS = 500
 #: Timed PROPFINDs per server, size and body in each round (``interleaved_propfinds``), and
 #: the connections they take turns over.
 PROPFIND_RUNS = 20
@@ -93,8 +97,9 @@ PROPFIND_BODIES = {**files_propfind.BODIES, "nextcloud": files_propfind.NEXTCLOU
 DECIDING = {
     "put": ("1 client", "8 client"),
     "large": ("PUT MB/s", "GET MB/s", "64 KiB ranges req/s", "peak RSS MB"),
-    "propfind": tuple(
-        f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in PROPFIND_BODIES
+    "propfind": (
+        *(f"PROPFIND {size} {label} /s" for size in PROPFIND_SIZES for label in PROPFIND_BODIES),
+        f"PROPFIND {PROPFIND_FOLDERS} folders named4 /s",
     ),
 }
 
@@ -263,8 +268,8 @@ def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str
             tmp,
             before_src,
             f"propfind{round_no}",
-            lambda root: files_propfind.populate_filesystem(root, sizes),
-            lambda env: files_propfind.populate_oxidav(env, sizes),
+            lambda root: files_propfind.populate_filesystem(root, sizes, PROPFIND_FOLDERS),
+            lambda env: files_propfind.populate_oxidav(env, sizes, PROPFIND_FOLDERS),
         )
         answers: dict[str, dict[int, dict[str, str]]] = {}
         nextcloud: dict[str, dict[int, files_propfind.Propstats]] = {}
@@ -284,6 +289,19 @@ def run_propfind(tmp: Path, before_src: Path, rounds: int) -> dict[str, dict[str
                         if label == "nextcloud":
                             stats = files_propfind.propstats(answer)
                             nextcloud.setdefault(name, {})[size] = stats
+            order = list(rotated(list(servers), round_no))
+            named = files_propfind.BODIES["named4"]
+            timed = interleaved_propfinds(servers, order, f"d{PROPFIND_FOLDERS}/", named)
+            for name, (ms, answer) in timed.items():
+                key = f"PROPFIND {PROPFIND_FOLDERS} folders named4 /s"
+                figures.setdefault(name, {}).setdefault(key, []).append(1000 / ms)
+                listed = sorted(files_propfind.listing(answer))
+                answers.setdefault(name, {})[-PROPFIND_FOLDERS] = dict.fromkeys(listed, "")
+        seen_folders = [answers[name][-PROPFIND_FOLDERS] for name in factories]
+        if any(other != seen_folders[0] for other in seen_folders):
+            raise SystemExit("the servers list the folder of folders differently")
+        if len(seen_folders[0]) != PROPFIND_FOLDERS + 1:
+            raise SystemExit(f"the folder of folders lists {len(seen_folders[0])} members")
         for size in sizes:
             seen = [answers[name][size] for name in factories]
             if any(other != seen[0] for other in seen) or len(seen[0]) != size:

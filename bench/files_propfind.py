@@ -51,16 +51,21 @@ VOLATILE = frozenset({"{DAV:}getetag", "{DAV:}getlastmodified", "{http://ownclou
 CONTENT = b"x" * 1024
 
 
-def populate_filesystem(root: Path, sizes: list[int]) -> None:
+def populate_filesystem(root: Path, sizes: list[int], folders: int = 0) -> None:
+    """Folders ``f<size>`` of ``size`` files each, and (``folders``) ``d<folders>`` of that
+    many empty folders."""
     for size in sizes:
         folder = root / f"f{size}"
         folder.mkdir(parents=True)
         for i in range(size):
             (folder / f"file{i:05d}.txt").write_bytes(CONTENT)
+    for i in range(folders):
+        (root / f"d{folders}" / f"sub{i:05d}").mkdir(parents=True)
 
 
-def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
-    """Straight through the tree API (PUT speed is another benchmark)."""
+def populate_oxidav(env: dict[str, str], sizes: list[int], folders: int = 0) -> None:
+    """``populate_filesystem``'s tree, straight through the tree API (PUT speed is another
+    benchmark)."""
     from oxidav.tree import make_folder, write_file
 
     with alice_tree(env) as (db, chain, user_id):
@@ -70,6 +75,11 @@ def populate_oxidav(env: dict[str, str], sizes: list[int]) -> None:
                 make_folder(session, user_id, f"/f{size}")
                 for i in range(size):
                     write_file(session, chain, user_id, f"/f{size}/file{i:05d}.txt", content)
+        if folders:
+            with db.write() as session:
+                make_folder(session, user_id, f"/d{folders}")
+                for i in range(folders):
+                    make_folder(session, user_id, f"/d{folders}/sub{i:05d}")
 
 
 def listing(body: bytes) -> dict[str, str]:

@@ -34,6 +34,8 @@ BODIES = {
     "files-only": "<D:getcontentlength/><D:getcontenttype/>",
     "all-from-rows": ALL_FROM_ROWS,
     "repeated": "<D:getetag/><D:getetag/>",
+    # A folder's length and type are absent (a 404 propstat): asked for first, it comes first.
+    "absent-first": "<D:getcontentlength/><D:getetag/><D:getcontenttype/><D:resourcetype/>",
     # No creation date: the brief rows, and for the locked member and the folder's length the
     # general path on a member built from them.
     "brief-with-fallbacks": (
@@ -82,7 +84,7 @@ def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
     assert len(_responses(from_rows)) == len(NAMES) + 1
 
 
-@pytest.mark.parametrize("body", ["all-from-rows", "brief-with-fallbacks"])
+@pytest.mark.parametrize("body", ["all-from-rows", "brief-with-fallbacks", "absent-first"])
 def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
     live_server: LiveServer, folder: str, body: str
 ) -> None:
@@ -92,3 +94,19 @@ def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
         alone = _responses(_propfind(live_server, f"{folder}{name}{suffix}", BODIES[body], "0"))
         ((href, answer),) = alone.items()
         assert listed[href] == answer, name
+
+
+@pytest.mark.parametrize("depth", ["0", "1"])
+def test_a_folders_length_and_type_are_answered_not_found(
+    live_server: LiveServer, folder: str, depth: str
+) -> None:
+    answer = _propfind(live_server, f"{folder}sub folder/", BODIES["absent-first"], depth)
+    ((response,),) = [list(etree.fromstring(answer).iter("{DAV:}response"))]
+    statuses = [
+        (stat.findtext("{DAV:}status"), [prop.tag for prop in stat.find("{DAV:}prop")])
+        for stat in response.iter("{DAV:}propstat")
+    ]
+    assert statuses == [
+        ("HTTP/1.1 404 Not Found", ["{DAV:}getcontentlength", "{DAV:}getcontenttype"]),
+        ("HTTP/1.1 200 OK", ["{DAV:}getetag", "{DAV:}resourcetype"]),
+    ]

@@ -99,15 +99,26 @@ def _lockdiscovery(res: Row) -> str | None:
     return "<D:lockdiscovery/>"
 
 
+class Absent(str):
+    """What a row formatter gives for a property the resource does not have: its empty
+    element, answered in a 404 propstat (as the general path answers it)."""
+
+    __slots__ = ()
+
+
+_NO_CONTENTLENGTH = Absent("<D:getcontentlength/>")
+_NO_CONTENTTYPE = Absent("<D:getcontenttype/>")
+
+
 def _contentlength(res: Row) -> str | None:
     if res.is_collection:
-        return None
+        return _NO_CONTENTLENGTH
     return f"<D:getcontentlength>{res.node.size}</D:getcontentlength>"
 
 
 def _contenttype(res: Row) -> str | None:
     if res.is_collection:
-        return None
+        return _NO_CONTENTTYPE
     return f"<D:getcontenttype>{escape(res.node.mime_type)}</D:getcontenttype>"
 
 
@@ -126,7 +137,8 @@ _FAST = {
 
 
 def _fast(res: Resource, name: str) -> str | None:
-    """Common live properties as XML text, or None to take the general path."""
+    """Common live properties as XML text (an ``Absent`` one's empty element), or None to
+    take the general path."""
     format_property = _FAST.get(name)
     return None if format_property is None else format_property(res)
 
@@ -196,19 +208,38 @@ def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
 
 
 def _from_row(res: Row, formatters: list[Formatter]) -> bytes | None:
-    """The ``<D:response>`` of ``res`` with one 200 propstat and no namespaces, or None if a
-    property cannot be answered from the row (a folder's getcontentlength, a locked one's
-    lockdiscovery)."""
+    """The ``<D:response>`` of ``res`` with no namespaces: a 200 propstat, and a 404 one for
+    the ``Absent`` properties (a folder's getcontentlength), first if one of them was asked
+    for first (as the general path orders them); None if a property cannot be answered from
+    the row (a locked member's lockdiscovery)."""
     texts: list[str] = []
+    absent: list[str] | None = None
+    absent_first = False
     for format_property in formatters:
         text = format_property(res)
         if text is None:
             return None
-        texts.append(text)
-    return (
-        f"<D:response><D:href>{escape(res.get_href())}</D:href><D:propstat><D:prop>"
-        f"{''.join(texts)}</D:prop><D:status>{OK}</D:status></D:propstat></D:response>"
-    ).encode()
+        if text.__class__ is Absent:
+            if absent is None:
+                absent = []
+                absent_first = not texts
+            absent.append(text)
+        else:
+            texts.append(text)
+    href = res.get_href()
+    if "&" in href or "<" in href or ">" in href:  # escape's own test, without its three replaces
+        href = escape(href)
+    found = f"<D:propstat><D:prop>{''.join(texts)}</D:prop><D:status>{OK}</D:status></D:propstat>"
+    if absent is None:
+        return f"<D:response><D:href>{href}</D:href>{found}</D:response>".encode()
+    missing = (
+        f"<D:propstat><D:prop>{''.join(absent)}</D:prop>"
+        f"<D:status>{NOT_FOUND}</D:status></D:propstat>"
+    )
+    if not texts:
+        return f"<D:response><D:href>{href}</D:href>{missing}</D:response>".encode()
+    stats = missing + found if absent_first else found + missing
+    return f"<D:response><D:href>{href}</D:href>{stats}</D:response>".encode()
 
 
 def response_xml(
@@ -233,6 +264,9 @@ def response_xml(
             groups.setdefault(OK, []).append(f"<{names.tag(name)}/>")
             continue
         text = _fast(resource, name)
+        if isinstance(text, Absent):
+            groups.setdefault(NOT_FOUND, []).append(text)
+            continue
         if text is None:
             try:
                 value = resource.find_property_value(name)

@@ -458,18 +458,15 @@ class MemberRow:
     without building one. Its resource (provider, locks, dead properties) is built on the first
     question the row cannot answer (``resource``)."""
 
-    __slots__ = ("_folder", "_href", "_page", "_resource", "node")
+    __slots__ = ("_folder", "_href", "_page", "_resource", "is_collection", "node")
 
     def __init__(self, node: NodeInfo, href: str, folder: FolderResource, page: Page) -> None:
         self.node = node
+        self.is_collection = node.is_folder
         self._href = href
         self._folder = folder
         self._page = page
         self._resource: FileResource | FolderResource | None = None
-
-    @property
-    def is_collection(self) -> bool:
-        return self.node.is_folder
 
     @property
     def provider(self) -> Any:
