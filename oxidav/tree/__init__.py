@@ -27,11 +27,13 @@ from oxidav.tree.errors import (
     TreeError,
 )
 from oxidav.tree.listing import (
+    ListedRow,
     count_subtree,
     list_children,
     list_subtree,
     read_children,
     read_children_brief,
+    read_listed_rows,
 )
 from oxidav.tree.moves import TransferResult, copy_node, move_node
 from oxidav.tree.names import normalize_name, normalize_path
@@ -62,6 +64,7 @@ __all__ = [
     "Forbidden",
     "InvalidName",
     "IsAFolder",
+    "ListedRow",
     "NodeInfo",
     "NotFound",
     "PreconditionFailed",
@@ -87,6 +90,7 @@ __all__ = [
     "quota_limit",
     "read_children",
     "read_children_brief",
+    "read_listed_rows",
     "read_write_context",
     "release_user_content",
     "resolve",

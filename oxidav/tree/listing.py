@@ -8,11 +8,16 @@ cost of a page does not grow with its offset.
 child's user, parent and path are its folder's user, the folder and the folder's path plus its
 name (the tree's invariant), so they are not read; its ``created_at`` is not read either and is
 None. Everything else is the row's, as ``read_children`` gives it.
+
+``read_listed_rows`` reads less again, for a listing that shows only what a file browser's
+columns show (name, kind, length, type, time, etag): ``ListedRow``s, not nodes, so nothing takes
+them for a node without its content hashes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
@@ -124,6 +129,34 @@ def read_children_brief(
             checksums,
         ) in rows
     ]
+
+
+class ListedRow(NamedTuple):
+    """What ``read_listed_rows`` reads of a child: the columns a listing of names, kinds,
+    lengths, types, times and etags shows (``NodeInfo``'s fields of those names)."""
+
+    id: int
+    name: str
+    is_folder: bool
+    size: int
+    mtime: datetime
+    etag: str
+    mime_type: str
+
+
+_LISTED_PAGES = _PageReads(
+    _PAGE.with_only_columns(
+        Node.id, Node.name, Node.is_folder, Node.size, Node.mtime, Node.etag, Node.mime_type
+    )
+)
+
+
+def read_listed_rows(
+    db: Database, folder_id: int, *, after: str | None, limit: int
+) -> list[ListedRow]:
+    """``read_children``'s page of ``folder_id``, each child as a ``ListedRow``."""
+    new = tuple.__new__
+    return [new(ListedRow, row) for row in _LISTED_PAGES.rows(db, folder_id, after, limit)]
 
 
 def list_subtree(session: Session, user_id: int, path: str) -> list[NodeInfo]:

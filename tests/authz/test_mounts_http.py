@@ -34,6 +34,8 @@ PERMS = (
     "</d:prop></d:propfind>"
 )
 
+ETAGS = '<?xml version="1.0"?><d:propfind xmlns:d="DAV:"><d:prop><d:getetag/></d:prop></d:propfind>'
+
 
 @pytest.fixture
 def server(live_server: LiveServer) -> LiveServer:
@@ -321,6 +323,12 @@ def test_share_folder_setting(shared_folder_server: LiveServer) -> None:
     again = listing(server, BOB + "/")
     assert again[BOB + "/"]["getetag"] != root[BOB + "/"]["getetag"]
     assert again[BOB + "/Incoming/"]["getetag"] != root[BOB + "/Incoming/"]["getetag"]
+    # A listing of etags alone (read from the fewest columns) rolls up the same.
+    etags = server.request("PROPFIND", BOB + "/", ETAGS, headers={"Depth": "1"}, user="bob")
+    assert etags.status == 207
+    incoming = re.search(r"Incoming/</D:href>.*?<D:getetag>(.*?)</D:getetag>", etags.text)
+    assert incoming is not None
+    assert incoming.group(1) == again[BOB + "/Incoming/"]["getetag"]
 
 
 def test_ocs_shared_with_me_gives_the_mount_path(server: LiveServer) -> None:

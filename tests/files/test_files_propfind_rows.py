@@ -1,8 +1,9 @@
 """A Depth:1 PROPFIND answers common live properties straight from the members' rows
 (``MemberRow``s, whose resources are built only for a property the row cannot answer; read
-without their creation time when none is asked for: ``read_children_brief``): the answer is
-byte-for-byte the one of the general path, and each member answers as it does when asked on
-its own (Depth:0)."""
+without their creation time when none is asked for: ``read_children_brief``; only the columns
+a file browser shows, as ``ListedMember``s, when that is all that is asked for:
+``read_listed_rows``): the answer is byte-for-byte the one of the general path, and each member
+answers as it does when asked on its own (Depth:0)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ BODIES = {
     "absent-first": "<D:getcontentlength/><D:getetag/><D:getcontenttype/><D:resourcetype/>",
     # No creation date: the brief rows, and for the locked member and the folder's length the
     # general path on a member built from them.
+    # Only what a file browser shows: the fewest columns read (``read_listed_rows``).
+    "listed": "<D:displayname/><D:getcontenttype/><D:getlastmodified/><D:getcontentlength/>",
     "brief-with-fallbacks": (
         "<D:lockdiscovery/><D:getcontentlength/><D:displayname/><D:supportedlock/><D:getetag/>"
     ),
@@ -84,7 +87,9 @@ def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
     assert len(_responses(from_rows)) == len(NAMES) + 1
 
 
-@pytest.mark.parametrize("body", ["all-from-rows", "brief-with-fallbacks", "absent-first"])
+@pytest.mark.parametrize(
+    "body", ["all-from-rows", "brief-with-fallbacks", "absent-first", "listed"]
+)
 def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
     live_server: LiveServer, folder: str, body: str
 ) -> None:

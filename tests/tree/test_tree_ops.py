@@ -15,6 +15,7 @@ from oxidav.tree import (
     Conflict,
     Forbidden,
     IsAFolder,
+    ListedRow,
     NotFound,
     PreconditionFailed,
     QuotaExceeded,
@@ -27,6 +28,7 @@ from oxidav.tree import (
     purge_trashed_before,
     read_children,
     read_children_brief,
+    read_listed_rows,
     resolve,
     trash_node,
     write_file,
@@ -103,6 +105,31 @@ def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, 
         first = read_children_brief(database, folder, after=None, limit=1)
         rest = read_children_brief(database, folder, after=first[-1].name, limit=1000)
         assert first + rest == brief
+
+
+def test_listed_rows_are_the_nodes_columns_a_file_browser_shows(database, user, refs):
+    """``read_listed_rows`` gives each child's ``ListedRow`` fields as ``read_children`` has
+    them, in the same order and pages: files and folders, a non-ASCII name, a moved folder."""
+    with database.write() as s:
+        make_folder(s, user, "/docs")
+        make_folder(s, user, "/docs/sub")
+        make_folder(s, user, "/old")
+        write_file(s, refs, user, "/docs/a.txt", content("a", 10))
+        write_file(s, refs, user, "/docs/Ünïcødé ✓.md", content("u", 5))
+        write_file(s, refs, user, "/old/inner.bin", content("i", 7))
+        move_node(s, user, "/old", "/docs/new name")
+    with database.read() as s:
+        folder = resolve(s, user, "/docs")
+    assert folder is not None
+    full = read_children(database, folder.id, after=None, limit=1000)
+    listed = read_listed_rows(database, folder.id, after=None, limit=1000)
+    assert listed == [
+        ListedRow(n.id, n.name, n.is_folder, n.size, n.mtime, n.etag, n.mime_type) for n in full
+    ]
+    assert len(listed) == 4
+    first = read_listed_rows(database, folder.id, after=None, limit=1)
+    rest = read_listed_rows(database, folder.id, after=first[-1].name, limit=1000)
+    assert first + rest == listed
 
 
 def test_mkdir_errors(database, user, refs):

@@ -11,8 +11,11 @@ stays bounded by the buffer and the page, not by the folder.
 A named PROPFIND whose properties all come from the rows lists its members as rows
 (``FolderResource.iter_member_rows``: a ``MemberRow`` is a child's row and href, and builds its
 resource only for a property the row cannot answer), and without a creation date reads those
-rows without what it does not show (``oxidav.tree.listing.read_children_brief``): the same
-answer from fewer objects and columns.
+rows without what it does not show (``oxidav.tree.listing.read_children_brief``). One that asks
+only for ``LISTED_PROPERTIES`` (what a file browser's columns show: etag, time, length, type,
+kind, name) reads only those columns (``ListedMember``s over ``read_listed_rows``); their
+formatters answer every row, so no resource is ever needed. A folder's length and type are
+answered from its row too, in a 404 propstat (``Absent``). Every way gives the same bytes.
 
 Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties; a property
 named twice is answered once. Depth infinity and the ``files/`` homes collection are left to
@@ -24,8 +27,8 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, overload
 from xml.sax.saxutils import escape
 
 from lxml import etree
@@ -34,7 +37,12 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 from oxidav.providers.dav.multistatus import property_names, take_up_to
 from oxidav.providers.dav.xml_input import request_xml
 from oxidav.providers.files.get import http_date_now, rfc1123_of
-from oxidav.providers.files.resources import FileResource, FolderResource, MemberRow
+from oxidav.providers.files.resources import (
+    FileResource,
+    FolderResource,
+    ListedMember,
+    MemberRow,
+)
 
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.
@@ -66,21 +74,23 @@ SUPPORTEDLOCK = (
 Resource = FileResource | FolderResource
 #: What a row formatter reads: a resource, or a listed member's row (``MemberRow``).
 Row = FileResource | FolderResource | MemberRow
+#: What a formatter of ``LISTED_PROPERTIES`` reads: any row, or a ``ListedMember``.
+Listed = FileResource | FolderResource | MemberRow | ListedMember
 
 
-def _etag(res: Row) -> str | None:
+def _etag(res: Listed) -> str:
     return f'<D:getetag>"{res.node.etag}"</D:getetag>'
 
 
-def _lastmodified(res: Row) -> str | None:
+def _lastmodified(res: Listed) -> str:
     return f"<D:getlastmodified>{rfc1123_of(res.node.mtime)}</D:getlastmodified>"
 
 
-def _resourcetype(res: Row) -> str | None:
+def _resourcetype(res: Listed) -> str:
     return RESOURCETYPE_COLLECTION if res.is_collection else RESOURCETYPE_FILE
 
 
-def _displayname(res: Row) -> str | None:
+def _displayname(res: Listed) -> str:
     return f"<D:displayname>{escape(res.get_display_name())}</D:displayname>"
 
 
@@ -110,29 +120,34 @@ _NO_CONTENTLENGTH = Absent("<D:getcontentlength/>")
 _NO_CONTENTTYPE = Absent("<D:getcontenttype/>")
 
 
-def _contentlength(res: Row) -> str | None:
+def _contentlength(res: Listed) -> str:
     if res.is_collection:
         return _NO_CONTENTLENGTH
     return f"<D:getcontentlength>{res.node.size}</D:getcontentlength>"
 
 
-def _contenttype(res: Row) -> str | None:
+def _contenttype(res: Listed) -> str:
     if res.is_collection:
         return _NO_CONTENTTYPE
     return f"<D:getcontenttype>{escape(res.node.mime_type)}</D:getcontenttype>"
 
 
-#: Common live properties as XML text straight from the row; None takes the general path.
-_FAST = {
+#: Properties answered from a ``ListedRow`` alone (``read_listed_rows``), as XML text.
+_LISTED: dict[str, Callable[[Listed], str]] = {
     "{DAV:}getetag": _etag,
     "{DAV:}getlastmodified": _lastmodified,
     "{DAV:}resourcetype": _resourcetype,
     "{DAV:}displayname": _displayname,
+    "{DAV:}getcontentlength": _contentlength,
+    "{DAV:}getcontenttype": _contenttype,
+}
+LISTED_PROPERTIES = frozenset(_LISTED)
+#: Common live properties as XML text straight from the row; None takes the general path.
+_FAST: dict[str, Callable[[Row], str | None]] = {
+    **_LISTED,
     CREATIONDATE: _creationdate,
     "{DAV:}supportedlock": _supportedlock,
     "{DAV:}lockdiscovery": _lockdiscovery,
-    "{DAV:}getcontentlength": _contentlength,
-    "{DAV:}getcontenttype": _contenttype,
 }
 
 
@@ -191,6 +206,7 @@ def _value_xml(names: _Names, name: str, value: Any) -> str:
 
 
 Formatter = Callable[[Row], str | None]
+ListedFormatter = Callable[[Listed], str]
 
 
 def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
@@ -207,38 +223,52 @@ def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
     return formatters
 
 
+def listed_formatters(mode: str, requested: list[str]) -> list[ListedFormatter] | None:
+    """``row_formatters`` when every property is one of ``LISTED_PROPERTIES``; else None."""
+    if mode != "named" or not requested or not LISTED_PROPERTIES.issuperset(requested):
+        return None
+    return [_LISTED[name] for name in requested]
+
+
 def _from_row(res: Row, formatters: list[Formatter]) -> bytes | None:
-    """The ``<D:response>`` of ``res`` with no namespaces: a 200 propstat, and a 404 one for
-    the ``Absent`` properties (a folder's getcontentlength), first if one of them was asked
-    for first (as the general path orders them); None if a property cannot be answered from
-    the row (a locked member's lockdiscovery)."""
-    texts: list[str] = []
+    """The ``<D:response>`` of ``res`` from its row (``_response``); None if a property cannot
+    be answered from the row (a locked member's lockdiscovery)."""
+    return _response(res.get_href(), [format_property(res) for format_property in formatters])
+
+
+@overload
+def _response(href: str, texts: Sequence[str]) -> bytes: ...
+@overload
+def _response(href: str, texts: Sequence[str | None]) -> bytes | None: ...
+def _response(href: str, texts: Sequence[str | None]) -> bytes | None:
+    """A ``<D:response>`` with no namespaces for the properties' ``texts``: a 200 propstat,
+    and a 404 one for the ``Absent`` ones (a folder's getcontentlength), first if one of them
+    was asked for first (as the general path orders them); None if a text is None."""
+    found: list[str] = []
     absent: list[str] | None = None
     absent_first = False
-    for format_property in formatters:
-        text = format_property(res)
+    for text in texts:
         if text is None:
             return None
         if text.__class__ is Absent:
             if absent is None:
                 absent = []
-                absent_first = not texts
+                absent_first = not found
             absent.append(text)
         else:
-            texts.append(text)
-    href = res.get_href()
+            found.append(text)
     if "&" in href or "<" in href or ">" in href:  # escape's own test, without its three replaces
         href = escape(href)
-    found = f"<D:propstat><D:prop>{''.join(texts)}</D:prop><D:status>{OK}</D:status></D:propstat>"
+    ok = f"<D:propstat><D:prop>{''.join(found)}</D:prop><D:status>{OK}</D:status></D:propstat>"
     if absent is None:
-        return f"<D:response><D:href>{href}</D:href>{found}</D:response>".encode()
+        return f"<D:response><D:href>{href}</D:href>{ok}</D:response>".encode()
     missing = (
         f"<D:propstat><D:prop>{''.join(absent)}</D:prop>"
         f"<D:status>{NOT_FOUND}</D:status></D:propstat>"
     )
-    if not texts:
+    if not found:
         return f"<D:response><D:href>{href}</D:href>{missing}</D:response>".encode()
-    stats = missing + found if absent_first else found + missing
+    stats = missing + ok if absent_first else ok + missing
     return f"<D:response><D:href>{href}</D:href>{stats}</D:response>".encode()
 
 
@@ -314,12 +344,35 @@ def _request(environ: dict[str, Any]) -> tuple[str, list[str]]:
 
 
 def _body(
-    resources: Iterable[Row], mode: str, names: list[str], from_row: list[Formatter] | None
+    res: Resource, depth: str, mode: str, names: list[str], from_row: list[Formatter] | None
 ) -> Iterator[bytes]:
+    """The multistatus of ``res`` and, at Depth 1, its members, in pieces of at most ``BATCH``
+    responses."""
     yield XML_HEAD
-    iterator = iter(resources)
-    while batch := list(itertools.islice(iterator, BATCH)):
-        yield b"".join(response_xml(res, mode, names, from_row) for res in batch)
+    yield response_xml(res, mode, names, from_row)
+    if depth != "1" or not isinstance(res, FolderResource):
+        yield XML_TAIL
+        return
+    listed = None if from_row is None else listed_formatters(mode, names)
+    pages: Iterable[list[FileResource | FolderResource] | list[MemberRow]]
+    if listed is not None:  # only a file browser's columns: the fewest read, no resources
+        for members in res.iter_listed_members():
+            for start in range(0, len(members), BATCH):
+                yield b"".join(
+                    [
+                        _response(member.get_href(), [show(member) for show in listed])
+                        for member in members[start : start + BATCH]
+                    ]
+                )
+        pages = [res.mount_members()]
+    elif from_row is None:
+        pages = res.iter_member_pages()
+    else:  # from the rows: no resources, and without a creation date fewer columns
+        pages = res.iter_member_rows(brief=CREATIONDATE not in names)
+    for page in pages:
+        for start in range(0, len(page), BATCH):
+            batch = page[start : start + BATCH]
+            yield b"".join([response_xml(row, mode, names, from_row) for row in batch])
     yield XML_TAIL
 
 
@@ -337,17 +390,7 @@ def handle_propfind(
         return None
     server._evaluate_if_headers(res, environ)
     mode, names = _request(environ)
-    from_row = row_formatters(mode, names)
-    members: Iterable[Row] = []
-    if depth == "1" and isinstance(res, FolderResource):
-        pages: Iterator[Iterable[Row]]
-        if from_row is None:
-            pages = res.iter_member_pages()
-        else:
-            # Answered from the rows: no resources, and without a creation date fewer columns.
-            pages = res.iter_member_rows(brief=CREATIONDATE not in names)
-        members = itertools.chain.from_iterable(pages)
-    chunks = _body(itertools.chain([res], members), mode, names, from_row)
+    chunks = _body(res, depth, mode, names, row_formatters(mode, names))
     buffered, size, whole = take_up_to(chunks, BUFFER_LIMIT)
     if whole:
         start_response(

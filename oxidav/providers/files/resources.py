@@ -5,9 +5,11 @@ A resource is built from one ``NodeInfo`` row and never queries for its own live
 ``FolderResource.get_member_list`` loads the folder's children with one keyset query per 1000
 names and builds them directly (no ``get_resource_inst`` per child); ``iter_member_rows`` gives
 them as ``MemberRow``s instead, for an answer written from the rows, which builds a member's
-resource only when a property needs it. Writes go through
-``oxidav.tree`` in one transaction each: MKCOL, DELETE (to the trash, dropping the locks below),
-COPY and MOVE (``handle_copy`` / ``handle_move``; WsgiDAV has checked locks and If headers).
+resource only when a property needs it, and ``iter_listed_members`` as ``ListedMember``s, for an
+answer that shows only what a file browser's columns show, which have no resource at all.
+Writes go through ``oxidav.tree`` in one transaction each: MKCOL, DELETE (to the trash,
+dropping the locks below), COPY and MOVE (``handle_copy`` / ``handle_move``; WsgiDAV has
+checked locks and If headers).
 
 Mounts (``authz.grants.mounts``): the caller's mount folder also lists their mount points — the
 owners' nodes under their mount names, built from the mount table the authz middleware loaded
@@ -20,7 +22,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy.orm import Session
@@ -33,6 +35,7 @@ from oxidav.environ import ENVIRON_CREATED, ENVIRON_NODE
 from oxidav.providers.files.context import Target, dav_error, forget
 from oxidav.providers.files.props import NodeProperties, Page
 from oxidav.tree import (
+    ListedRow,
     TreeError,
     copy_node,
     make_folder,
@@ -40,6 +43,7 @@ from oxidav.tree import (
     normalize_name,
     read_children,
     read_children_brief,
+    read_listed_rows,
     trash_node,
     write_file,
 )
@@ -48,6 +52,9 @@ from oxidav.tree.moves import TransferResult
 from oxidav.tree.transfers import transfer_node
 from oxidav.tree.trash_room import make_room_after_delete
 from oxidav.tree.types import NodeInfo
+
+#: A child row as a listing reads it: a whole node, or what a file browser's columns show.
+ChildT = TypeVar("ChildT", NodeInfo, ListedRow)
 
 #: Children fetched per keyset query.
 PAGE_SIZE = 1000
@@ -292,7 +299,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         ``Page`` whose dead properties, locks and enrichment are batched for that page."""
         for children, page in self._child_pages(size, brief=False):
             yield [self.member(child, href, page) for child, href in self._listed(children)]
-        mounted = self._mount_members()
+        mounted = self.mount_members()
         if mounted:
             yield mounted
 
@@ -305,9 +312,24 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         with ``read_children_brief`` (their ``created_at`` is None)."""
         for children, page in self._child_pages(None, brief):
             yield [MemberRow(child, href, self, page) for child, href in self._listed(children)]
-        mounted = self._mount_members()
+        mounted = self.mount_members()
         if mounted:
             yield mounted
+
+    def iter_listed_members(self) -> Iterator[list[ListedMember]]:
+        """The children for an answer that shows only what a ``ListedRow`` holds, one page at a
+        time, each as a ``ListedMember`` (read with ``read_listed_rows``); the mount points are
+        not among them (``mount_members``)."""
+        db = self.provider.backend.db
+        username = self.target.username
+        after: str | None = None
+        while True:
+            rows = read_listed_rows(db, self.node.id, after=after, limit=PAGE_SIZE)
+            if rows:
+                yield [ListedMember(row, href, username) for row, href in self._listed(rows)]
+            if len(rows) < PAGE_SIZE:
+                break
+            after = rows[-1].name
 
     def _child_pages(self, size: int | None, brief: bool) -> Iterator[tuple[list[NodeInfo], Page]]:
         """The children in name order, a page of ``size`` at a time, with the page's ``Page``."""
@@ -329,7 +351,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
                 break
             after = children[-1].name
 
-    def _listed(self, children: list[NodeInfo]) -> list[tuple[NodeInfo, str]]:
+    def _listed(self, children: list[ChildT]) -> list[tuple[ChildT, str]]:
         """Each child as this folder lists it: a folder holding mount points with its rolled-up
         etag, and its href, made from the folder's, quoted once, plus the quoted name (a
         5000-file PROPFIND spent a fifth of its time building hrefs and resources)."""
@@ -339,12 +361,13 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         provider = self.provider
         base = f"{self.path.rstrip('/')}/"
         href_base = quote(provider.mount_path + provider.share_path + base, safe=HREF_SAFE)
-        listed: list[tuple[NodeInfo, str]] = []
+        tree_base = f"{self.node.path.rstrip('/')}/"  # a child's path: this plus its name
+        listed: list[tuple[ChildT, str]] = []
         for child in children:
             name = child.name
             href = href_base + (name if _UNQUOTED.match(name) else quote(name, safe=HREF_SAFE))
             if child.is_folder:
-                if mounts is not None and mounts.rolls_up(child.path):
+                if mounts is not None and mounts.rolls_up(tree_base + name):
                     child = child._replace(etag=mounts.etag(child.etag))
                 href += "/"
             listed.append((child, href))
@@ -369,7 +392,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         member._href = href
         return member
 
-    def _mount_members(self) -> list[FileResource | FolderResource]:
+    def mount_members(self) -> list[FileResource | FolderResource]:
         """The mount points of this folder if it is the caller's mount folder: the owners'
         nodes under their mount names, with one ``Page`` (so one batched query per kind of
         property) for all of them."""
@@ -450,6 +473,26 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             return f"{self.target.tree_path}/{normalize_name(name)}"
         except TreeError as exc:
             raise self._fail(exc) from None
+
+
+class ListedMember:
+    """A listed child as its ``ListedRow`` and href, for an answer that shows nothing else (a
+    named PROPFIND of ``propfind.LISTED_PROPERTIES``): what those properties' formatters ask of
+    a resource. It has no resource: nothing else can be answered from it."""
+
+    __slots__ = ("_href", "_username", "is_collection", "node")
+
+    def __init__(self, node: ListedRow, href: str, username: str) -> None:
+        self.node = node
+        self.is_collection = node.is_folder
+        self._href = href
+        self._username = username
+
+    def get_href(self) -> str:
+        return self._href
+
+    def get_display_name(self) -> str:  # as its resource's
+        return self.node.name or self._username
 
 
 class MemberRow:
