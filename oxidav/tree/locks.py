@@ -5,7 +5,8 @@ These functions are the storage under ``oxidav.providers.files.locks`` (WsgiDAV'
 its own transaction (DELETE and MOVE remove the locks of the source, §9.6.1 and §9.9.1). Lock
 roots are normalized URLs without a trailing slash; the locks below a root are one range query.
 Expired locks are never returned and are deleted whenever a lock is created. The check every
-write makes (``list_locks_at``) runs pre-built statements on the session's connection.
+write makes (``list_locks_at``) runs pre-built statements on the session's connection, and a
+PROPFIND's read of the locks of what it lists (``read_locks``) one prepared read on its own.
 """
 
 from __future__ import annotations
@@ -15,11 +16,22 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    bindparam,
+    delete,
+    literal_column,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
-from oxidav.db import Transaction, core
+from oxidav.db import Database, Transaction, core
 from oxidav.db.models.tree import DavLock
+from oxidav.db.prepared import PreparedRead
 
 DEFAULT_TIMEOUT = 604800.0
 MAX_TIMEOUT = 4 * 604800.0
@@ -198,3 +210,52 @@ def delete_expired(session: Session) -> int:
     now = time.time()
     result = session.execute(delete(DavLock).where(DavLock.expire >= 0, DavLock.expire < now))
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+#: WsgiDAV's lock dictionary keys, in the order of ``PREPARED_LOCK_COLUMNS``.
+LOCK_KEYS = tuple(_LOCK_FIELDS)
+#: The lock columns for a prepared read (``oxidav.db.prepared``).
+PREPARED_LOCK_COLUMNS = (
+    DavLock.token,
+    DavLock.root,
+    DavLock.lock_type,
+    DavLock.scope,
+    DavLock.depth,
+    DavLock.owner,
+    # The drivers return these as floats already; a ``Float`` result processor would need the
+    # cursor's column type on PostgreSQL, which a prepared read does not pass.
+    type_coerce(DavLock.timeout, NullType()).label("timeout"),
+    type_coerce(DavLock.expire, NullType()).label("expire"),
+    DavLock.principal,
+)
+#: A lock still alive at ``:now`` (a prepared read's form of ``_alive``).
+PREPARED_ALIVE = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
+_READ_AT = PreparedRead(
+    select(*PREPARED_LOCK_COLUMNS)
+    .where(DavLock.root == bindparam("root"), PREPARED_ALIVE)
+    .order_by(DavLock.created_at)
+)
+_READ_AT_OR_BELOW = PreparedRead(
+    select(*PREPARED_LOCK_COLUMNS)
+    .where(
+        or_(
+            DavLock.root == bindparam("root"),
+            (DavLock.root >= bindparam("lower")) & (DavLock.root < bindparam("upper")),
+        ),
+        PREPARED_ALIVE,
+    )
+    .order_by(DavLock.created_at)
+)
+
+
+def read_locks(db: Database, root: str, *, include_children: bool) -> list[LockDict]:
+    """``list_locks(root, include_root=True, include_children=...)`` as one prepared read
+    outside any transaction."""
+    root = normalize_root(root)
+    if not include_children:
+        found = _READ_AT.rows(db, {"root": root, "now": time.time()})
+    else:
+        prefix = "/" if root == "/" else root + "/"
+        params = {"root": root, "lower": prefix, "upper": prefix[:-1] + "0", "now": time.time()}
+        found = _READ_AT_OR_BELOW.rows(db, params)
+    return [dict(zip(LOCK_KEYS, row, strict=True)) for row in found]

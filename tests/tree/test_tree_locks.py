@@ -13,6 +13,7 @@ from oxidav.tree.locks import (
     delete_locks,
     get_lock,
     list_locks,
+    read_locks,
     refresh_lock,
 )
 
@@ -63,3 +64,23 @@ def test_lock_rows(database):
         assert delete_locks(s, "/f/alice/a") == 2
     with database.read() as s:
         assert list_locks(s, "/", include_root=True, include_children=True) == []
+
+
+def test_read_locks_is_list_locks_with_the_root(database):
+    """``read_locks`` (one prepared read, a PROPFIND's) gives what ``list_locks`` gives with
+    ``include_root``: the root's locks, with ``include_children`` those below it too (not a
+    sibling sharing the prefix), none expired, oldest first; for ``/`` every lock."""
+    with database.write() as s:
+        for root in ("/f/alice/a", "/f/alice/a/b/", "/f/alice/a/b/c", "/f/alice/ab", "/f/bob"):
+            create_lock(s, root, _lock())
+        gone = create_lock(s, "/f/alice/a/old", _lock())
+        s.execute(
+            update(DavLock).where(DavLock.token == gone["token"]).values(expire=time.time() - 1)
+        )
+    for root in ("/f/alice/a/", "/f/alice/a/b", "/f/alice", "/", "/nothing"):
+        for children in (False, True):
+            with database.read() as s:
+                listed = list_locks(s, root, include_root=True, include_children=children)
+            assert read_locks(database, root, include_children=children) == listed
+    assert len(read_locks(database, "/", include_children=True)) == 5
+    assert len(read_locks(database, "/f/alice/a", include_children=True)) == 3

@@ -37,15 +37,10 @@ from typing import Any
 from sqlalchemy import (
     BindParameter,
     Select,
-    bindparam,
-    literal_column,
-    or_,
     select,
     text,
-    type_coerce,
 )
 from sqlalchemy.orm import Session
-from sqlalchemy.types import NullType
 from wsgidav.dav_error import (
     HTTP_BAD_REQUEST,
     HTTP_LOCKED,
@@ -64,21 +59,6 @@ from oxidav.tree import locks as rows
 
 #: Key of the PostgreSQL advisory lock that serializes lock creation ("oxiL").
 _ADVISORY_KEY = 0x6F78694C
-#: WsgiDAV's lock dictionary keys and their columns (as ``oxidav.tree.locks`` returns them).
-_LOCK_KEYS = ("token", "root", "type", "scope", "depth", "owner", "timeout", "expire", "principal")
-_LOCK_COLUMNS = (
-    DavLock.token,
-    DavLock.root,
-    DavLock.lock_type,
-    DavLock.scope,
-    DavLock.depth,
-    DavLock.owner,
-    # The drivers return these as floats already; a ``Float`` result processor would need the
-    # cursor's column type on PostgreSQL, which a prepared read does not pass.
-    type_coerce(DavLock.timeout, NullType()).label("timeout"),
-    type_coerce(DavLock.expire, NullType()).label("expire"),
-    DavLock.principal,
-)
 _SHARED_ADVISORY = text("SELECT pg_advisory_xact_lock_shared(:key)")
 #: Ancestor counts up to this get a prepared statement; deeper URLs use a session.
 PREPARED_DEPTH_MAX = 32
@@ -86,8 +66,11 @@ PREPARED_DEPTH_MAX = 32
 
 def _locks_at(roots: list[BindParameter[str]]) -> Select[*tuple[Any, ...]]:
     """The live locks rooted at one of ``roots`` (``:root0`` …), oldest first."""
-    alive = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
-    return select(*_LOCK_COLUMNS).where(DavLock.root.in_(roots), alive).order_by(DavLock.created_at)
+    return (
+        select(*rows.PREPARED_LOCK_COLUMNS)
+        .where(DavLock.root.in_(roots), rows.PREPARED_ALIVE)
+        .order_by(DavLock.created_at)
+    )
 
 
 _LOCKS_AT = PreparedReadsByCount("root", _locks_at)
@@ -200,7 +183,7 @@ class DbLockStorage:
             found = _LOCKS_AT.for_count(len(roots)).rows(
                 self.db, _LOCKS_AT.params(roots, now=time.time())
             )
-            return self.standing([dict(zip(_LOCK_KEYS, row, strict=True)) for row in found])
+            return self.standing([dict(zip(rows.LOCK_KEYS, row, strict=True)) for row in found])
         with self.db.read() as session:
             locks = rows.list_locks_at(session, roots, below)
         return self.standing(locks)
@@ -220,7 +203,7 @@ class DbLockStorage:
                 .run(connection, _LOCKS_AT.params(roots, now=time.time()))
                 .rows
             )
-            locks = [dict(zip(_LOCK_KEYS, row, strict=True)) for row in found]
+            locks = [dict(zip(rows.LOCK_KEYS, row, strict=True)) for row in found]
         else:
             locks = rows.list_locks_at(connection, roots)
         return self.standing(locks, transaction)

@@ -114,10 +114,9 @@ class Page:
     def locks(self, root: str) -> list[dict[str, Any]]:
         """Live locks rooted exactly at ``root`` (normalized)."""
         if self._locks is None:
-            with self.backend.db.read() as session:
-                found = lock_rows.list_locks(
-                    session, self.lock_root, include_root=True, include_children=self.listing
-                )
+            found = lock_rows.read_locks(
+                self.backend.db, self.lock_root, include_children=self.listing
+            )
             self._locks = {}
             for lock in found:
                 self._locks.setdefault(lock["root"], []).append(lock)
