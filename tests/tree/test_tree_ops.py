@@ -81,10 +81,8 @@ def test_mkdir_write_and_list(database, user, refs):
     assert _sizes(database, user, "", "/docs", "/docs/sub") == [30, 30, 0]
 
 
-def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, user, refs):
-    """``read_children_brief`` (a listing without creation dates) gives each page's nodes as
-    ``read_children`` does, user, parent and path taken from the folder, ``created_at`` None:
-    in the root, in nested folders, under a non-ASCII name and after a move renamed a folder."""
+def _listed_tree(database, user, refs) -> list[str]:
+    """A tree with nested folders, a non-ASCII name and a folder a move renamed; its folders."""
     with database.write() as s:
         make_folder(s, user, "/docs")
         make_folder(s, user, "/docs/sub")
@@ -94,10 +92,22 @@ def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, 
         write_file(s, refs, user, "/docs/sub/Ünïcødé ✓.md", content("u", 5))
         write_file(s, refs, user, "/old/inner.bin", content("i", 7))
         move_node(s, user, "/old", "/docs/sub/new name")
-    for path in ("", "/docs", "/docs/sub", "/docs/sub/new name"):
-        with database.read() as s:
-            folder = resolve(s, user, path)
-        assert folder is not None
+    return ["", "/docs", "/docs/sub", "/docs/sub/new name"]
+
+
+def _folder(database, user, path):
+    with database.read() as s:
+        folder = resolve(s, user, path)
+    assert folder is not None
+    return folder
+
+
+def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, user, refs):
+    """``read_children_brief`` (a listing without creation dates) gives each page's nodes as
+    ``read_children`` does, user, parent and path taken from the folder, ``created_at`` None:
+    in the root, in nested folders, under a non-ASCII name and after a move renamed a folder."""
+    for path in _listed_tree(database, user, refs):
+        folder = _folder(database, user, path)
         full = read_children(database, folder.id, after=None, limit=1000)
         assert full
         brief = read_children_brief(database, folder, after=None, limit=1000)
@@ -109,27 +119,18 @@ def test_a_brief_listing_reads_the_same_nodes_but_their_creation_time(database, 
 
 def test_listed_rows_are_the_nodes_columns_a_file_browser_shows(database, user, refs):
     """``read_listed_rows`` gives each child's ``ListedRow`` fields as ``read_children`` has
-    them, in the same order and pages: files and folders, a non-ASCII name, a moved folder."""
-    with database.write() as s:
-        make_folder(s, user, "/docs")
-        make_folder(s, user, "/docs/sub")
-        make_folder(s, user, "/old")
-        write_file(s, refs, user, "/docs/a.txt", content("a", 10))
-        write_file(s, refs, user, "/docs/Ünïcødé ✓.md", content("u", 5))
-        write_file(s, refs, user, "/old/inner.bin", content("i", 7))
-        move_node(s, user, "/old", "/docs/new name")
-    with database.read() as s:
-        folder = resolve(s, user, "/docs")
-    assert folder is not None
-    full = read_children(database, folder.id, after=None, limit=1000)
-    listed = read_listed_rows(database, folder.id, after=None, limit=1000)
-    assert listed == [
-        ListedRow(n.id, n.name, n.is_folder, n.size, n.mtime, n.etag, n.mime_type) for n in full
-    ]
-    assert len(listed) == 4
-    first = read_listed_rows(database, folder.id, after=None, limit=1)
-    rest = read_listed_rows(database, folder.id, after=first[-1].name, limit=1000)
-    assert first + rest == listed
+    them, in the same order and pages, in the same folders as the brief listing's test."""
+    for path in _listed_tree(database, user, refs):
+        folder = _folder(database, user, path)
+        full = read_children(database, folder.id, after=None, limit=1000)
+        assert full
+        listed = read_listed_rows(database, folder.id, after=None, limit=1000)
+        assert listed == [
+            ListedRow(n.id, n.name, n.is_folder, n.size, n.mtime, n.etag, n.mime_type) for n in full
+        ]
+        first = read_listed_rows(database, folder.id, after=None, limit=1)
+        rest = read_listed_rows(database, folder.id, after=first[-1].name, limit=1000)
+        assert first + rest == listed
 
 
 def test_mkdir_errors(database, user, refs):
