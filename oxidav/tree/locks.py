@@ -72,10 +72,16 @@ def _alive(now: float) -> ColumnElement[bool]:
     return or_(DavLock.expire < 0, DavLock.expire >= now)
 
 
-def _below(root: str) -> ColumnElement[bool]:
+def _below_bounds(root: str) -> tuple[str, str]:
+    """``(lower, upper)``: the roots strictly below ``root`` (normalized) are those from
+    ``lower`` up to, not including, ``upper``."""
     prefix = "/" if root == "/" else root + "/"
-    upper = prefix[:-1] + "0"
-    return (DavLock.root >= prefix) & (DavLock.root < upper)
+    return prefix, prefix[:-1] + "0"
+
+
+def _below(root: str) -> ColumnElement[bool]:
+    lower, upper = _below_bounds(root)
+    return (DavLock.root >= lower) & (DavLock.root < upper)
 
 
 def create_lock(
@@ -157,8 +163,11 @@ _LOCK_FIELDS = {
     "principal": DavLock.principal,
 }
 _AT_ROOTS = DavLock.root.in_(bindparam("roots", expanding=True))
-_ALIVE = or_(DavLock.expire < 0, DavLock.expire >= bindparam("now"))
-_LOCKS_AT = select(*_LOCK_FIELDS.values()).where(_AT_ROOTS, _ALIVE).order_by(DavLock.created_at)
+#: A lock still alive at ``:now`` (``_alive`` for pre-built statements and prepared reads).
+PREPARED_ALIVE = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
+_LOCKS_AT = (
+    select(*_LOCK_FIELDS.values()).where(_AT_ROOTS, PREPARED_ALIVE).order_by(DavLock.created_at)
+)
 _LOCKS_AT_OR_BELOW = (
     select(*_LOCK_FIELDS.values())
     .where(
@@ -166,7 +175,7 @@ _LOCKS_AT_OR_BELOW = (
             _AT_ROOTS,
             (DavLock.root >= bindparam("lower")) & (DavLock.root < bindparam("upper")),
         ),
-        _ALIVE,
+        PREPARED_ALIVE,
     )
     .order_by(DavLock.created_at)
 )
@@ -179,9 +188,7 @@ def list_locks_at(
     params: dict[str, object] = {"roots": roots, "now": time.time()}
     stmt = _LOCKS_AT
     if below is not None:
-        below = normalize_root(below)
-        prefix = "/" if below == "/" else below + "/"
-        params.update(lower=prefix, upper=prefix[:-1] + "0")
+        params["lower"], params["upper"] = _below_bounds(normalize_root(below))
         stmt = _LOCKS_AT_OR_BELOW
     rows = core(session).execute(stmt, params)
     return [dict(zip(_LOCK_FIELDS, row, strict=True)) for row in rows]
@@ -214,48 +221,39 @@ def delete_expired(session: Session) -> int:
 
 #: WsgiDAV's lock dictionary keys, in the order of ``PREPARED_LOCK_COLUMNS``.
 LOCK_KEYS = tuple(_LOCK_FIELDS)
-#: The lock columns for a prepared read (``oxidav.db.prepared``).
-PREPARED_LOCK_COLUMNS = (
-    DavLock.token,
-    DavLock.root,
-    DavLock.lock_type,
-    DavLock.scope,
-    DavLock.depth,
-    DavLock.owner,
-    # The drivers return these as floats already; a ``Float`` result processor would need the
-    # cursor's column type on PostgreSQL, which a prepared read does not pass.
-    type_coerce(DavLock.timeout, NullType()).label("timeout"),
-    type_coerce(DavLock.expire, NullType()).label("expire"),
-    DavLock.principal,
+#: ``_LOCK_FIELDS``' columns for a prepared read (``oxidav.db.prepared``): the drivers return
+#: ``timeout`` and ``expire`` as floats already, and a ``Float`` result processor would need
+#: the cursor's column type on PostgreSQL, which a prepared read does not pass.
+PREPARED_LOCK_COLUMNS = tuple(
+    type_coerce(column, NullType()).label(key) if key in ("timeout", "expire") else column
+    for key, column in _LOCK_FIELDS.items()
 )
-#: A lock still alive at ``:now`` (a prepared read's form of ``_alive``).
-PREPARED_ALIVE = or_(DavLock.expire < literal_column("0"), DavLock.expire >= bindparam("now"))
-_READ_AT = PreparedRead(
-    select(*PREPARED_LOCK_COLUMNS)
-    .where(DavLock.root == bindparam("root"), PREPARED_ALIVE)
-    .order_by(DavLock.created_at)
-)
-_READ_AT_OR_BELOW = PreparedRead(
-    select(*PREPARED_LOCK_COLUMNS)
-    .where(
-        or_(
-            DavLock.root == bindparam("root"),
-            (DavLock.root >= bindparam("lower")) & (DavLock.root < bindparam("upper")),
-        ),
-        PREPARED_ALIVE,
+_AT = DavLock.root == bindparam("root")
+_STRICTLY_BELOW = (DavLock.root >= bindparam("lower")) & (DavLock.root < bindparam("upper"))
+#: ``read_locks``' statements by ``(include_root, include_children)``.
+_READS = {
+    flags: PreparedRead(
+        select(*PREPARED_LOCK_COLUMNS).where(where, PREPARED_ALIVE).order_by(DavLock.created_at)
     )
-    .order_by(DavLock.created_at)
-)
+    for flags, where in (
+        ((True, False), _AT),
+        ((False, True), _STRICTLY_BELOW),
+        ((True, True), or_(_AT, _STRICTLY_BELOW)),
+    )
+}
 
 
-def read_locks(db: Database, root: str, *, include_children: bool) -> list[LockDict]:
-    """``list_locks(root, include_root=True, include_children=...)`` as one prepared read
-    outside any transaction."""
+def read_locks(
+    db: Database, root: str, *, include_root: bool, include_children: bool
+) -> list[LockDict]:
+    """``list_locks`` as one prepared read outside any transaction."""
+    read = _READS.get((include_root, include_children))
+    if read is None:
+        return []
     root = normalize_root(root)
-    if not include_children:
-        found = _READ_AT.rows(db, {"root": root, "now": time.time()})
-    else:
-        prefix = "/" if root == "/" else root + "/"
-        params = {"root": root, "lower": prefix, "upper": prefix[:-1] + "0", "now": time.time()}
-        found = _READ_AT_OR_BELOW.rows(db, params)
-    return [dict(zip(LOCK_KEYS, row, strict=True)) for row in found]
+    params: dict[str, object] = {"now": time.time()}
+    if include_root:
+        params["root"] = root
+    if include_children:
+        params["lower"], params["upper"] = _below_bounds(root)
+    return [dict(zip(LOCK_KEYS, row, strict=True)) for row in read.rows(db, params)]

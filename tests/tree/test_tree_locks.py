@@ -66,10 +66,10 @@ def test_lock_rows(database):
         assert list_locks(s, "/", include_root=True, include_children=True) == []
 
 
-def test_read_locks_is_list_locks_with_the_root(database):
-    """``read_locks`` (one prepared read, a PROPFIND's) gives what ``list_locks`` gives with
-    ``include_root``: the root's locks, with ``include_children`` those below it too (not a
-    sibling sharing the prefix), none expired, oldest first; for ``/`` every lock."""
+def test_read_locks_is_list_locks(database):
+    """``read_locks`` (one prepared read, a PROPFIND's) gives what ``list_locks`` gives: the
+    root's locks and / or those below it (not a sibling sharing the prefix), none expired,
+    oldest first; for ``/`` every lock; neither asked: none."""
     with database.write() as s:
         for root in ("/f/alice/a", "/f/alice/a/b/", "/f/alice/a/b/c", "/f/alice/ab", "/f/bob"):
             create_lock(s, root, _lock())
@@ -78,9 +78,12 @@ def test_read_locks_is_list_locks_with_the_root(database):
             update(DavLock).where(DavLock.token == gone["token"]).values(expire=time.time() - 1)
         )
     for root in ("/f/alice/a/", "/f/alice/a/b", "/f/alice", "/", "/nothing"):
-        for children in (False, True):
+        for flags in (
+            {"include_root": r, "include_children": c} for r in (False, True) for c in (False, True)
+        ):
             with database.read() as s:
-                listed = list_locks(s, root, include_root=True, include_children=children)
-            assert read_locks(database, root, include_children=children) == listed
-    assert len(read_locks(database, "/", include_children=True)) == 5
-    assert len(read_locks(database, "/f/alice/a", include_children=True)) == 3
+                listed = list_locks(s, root, **flags)
+            assert read_locks(database, root, **flags) == listed
+    assert len(read_locks(database, "/", include_root=True, include_children=True)) == 5
+    assert len(read_locks(database, "/f/alice/a", include_root=True, include_children=True)) == 3
+    assert len(read_locks(database, "/f/alice/a", include_root=False, include_children=True)) == 2

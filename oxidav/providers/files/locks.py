@@ -165,11 +165,11 @@ class DbLockStorage:
     def get_lock_list(
         self, path: str, *, include_root: bool, include_children: bool, token_only: bool
     ) -> list[Any]:
-        with self.db.read() as session:
-            locks = rows.list_locks(
-                session, path, include_root=include_root, include_children=include_children
+        locks = self.standing(
+            rows.read_locks(
+                self.db, path, include_root=include_root, include_children=include_children
             )
-        locks = self.standing(locks)
+        )
         return (
             [lock["token"] for lock in locks]
             if token_only

@@ -28,7 +28,7 @@ import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 from xml.sax.saxutils import escape
 
 from lxml import etree
@@ -72,6 +72,7 @@ SUPPORTEDLOCK = (
 )
 
 Resource = FileResource | FolderResource
+T = TypeVar("T")
 #: What a row formatter reads: a resource, or a listed member's row (``MemberRow``).
 Row = FileResource | FolderResource | MemberRow
 #: What a formatter of ``LISTED_PROPERTIES`` reads: any row, or a ``ListedMember``.
@@ -354,26 +355,30 @@ def _body(
         yield XML_TAIL
         return
     listed = None if from_row is None else listed_formatters(mode, names)
-    pages: Iterable[list[FileResource | FolderResource] | list[MemberRow]]
+    pages: Iterable[Sequence[Row]]
     if listed is not None:  # only a file browser's columns: the fewest read, no resources
-        for members in res.iter_listed_members():
-            for start in range(0, len(members), BATCH):
-                yield b"".join(
-                    [
-                        _response(member.get_href(), [show(member) for show in listed])
-                        for member in members[start : start + BATCH]
-                    ]
-                )
+        for members in _batches(res.iter_listed_members()):
+            yield b"".join(
+                [
+                    _response(member.get_href(), [show(member) for show in listed])
+                    for member in members
+                ]
+            )
         pages = [res.mount_members()]
     elif from_row is None:
         pages = res.iter_member_pages()
     else:  # from the rows: no resources, and without a creation date fewer columns
         pages = res.iter_member_rows(brief=CREATIONDATE not in names)
+    for batch in _batches(pages):
+        yield b"".join([response_xml(row, mode, names, from_row) for row in batch])
+    yield XML_TAIL
+
+
+def _batches(pages: Iterable[Sequence[T]]) -> Iterator[Sequence[T]]:
+    """``pages`` cut into pieces of at most ``BATCH``."""
     for page in pages:
         for start in range(0, len(page), BATCH):
-            batch = page[start : start + BATCH]
-            yield b"".join([response_xml(row, mode, names, from_row) for row in batch])
-    yield XML_TAIL
+            yield page[start : start + BATCH]
 
 
 def handle_propfind(

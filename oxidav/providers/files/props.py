@@ -115,7 +115,7 @@ class Page:
         """Live locks rooted exactly at ``root`` (normalized)."""
         if self._locks is None:
             found = lock_rows.read_locks(
-                self.backend.db, self.lock_root, include_children=self.listing
+                self.backend.db, self.lock_root, include_root=True, include_children=self.listing
             )
             self._locks = {}
             for lock in found:

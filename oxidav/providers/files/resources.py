@@ -63,6 +63,19 @@ HREF_SAFE = "/!*'(),$-_|."
 _UNQUOTED = re.compile(r"[A-Za-z0-9_.~/!*'(),$|-]*\Z")
 
 
+def _keyset_pages(read: Callable[[str | None], list[ChildT]], size: int) -> Iterator[list[ChildT]]:
+    """``read(after)``'s pages of at most ``size`` children, each after the last name of the one
+    before (the first after None), until one comes back short; no empty page."""
+    after: str | None = None
+    while True:
+        children = read(after)
+        if children:
+            yield children
+        if len(children) < size:
+            return
+        after = children[-1].name
+
+
 class _NodeResource(NodeProperties):
     """What files and folders share: identity, memoized URLs, live getters."""
 
@@ -320,36 +333,29 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         """The children for an answer that shows only what a ``ListedRow`` holds, one page at a
         time, each as a ``ListedMember`` (read with ``read_listed_rows``); the mount points are
         not among them (``mount_members``)."""
-        db = self.provider.backend.db
-        username = self.target.username
-        after: str | None = None
-        while True:
-            rows = read_listed_rows(db, self.node.id, after=after, limit=PAGE_SIZE)
-            if rows:
-                yield [ListedMember(row, href, username) for row, href in self._listed(rows)]
-            if len(rows) < PAGE_SIZE:
-                break
-            after = rows[-1].name
+        db, folder_id = self.provider.backend.db, self.node.id
+        pages = _keyset_pages(
+            lambda after: read_listed_rows(db, folder_id, after=after, limit=PAGE_SIZE), PAGE_SIZE
+        )
+        for rows in pages:
+            yield [ListedMember(row, href) for row, href in self._listed(rows)]
 
     def _child_pages(self, size: int | None, brief: bool) -> Iterator[tuple[list[NodeInfo], Page]]:
         """The children in name order, a page of ``size`` at a time, with the page's ``Page``."""
         size = size or PAGE_SIZE
         lock_root = lock_rows.normalize_root(self.get_ref_url())
-        after: str | None = None
-        db = self.provider.backend.db
-        while True:
+        db, folder = self.provider.backend.db, self.node
+
+        def read(after: str | None) -> list[NodeInfo]:
             if brief:
-                children = read_children_brief(db, self.node, after=after, limit=size)
-            else:
-                children = read_children(db, self.node.id, after=after, limit=size)
-            if children:
-                yield (
-                    children,
-                    Page(self.provider.backend, self.environ, children, lock_root, listing=True),
-                )
-            if len(children) < size:
-                break
-            after = children[-1].name
+                return read_children_brief(db, folder, after=after, limit=size)
+            return read_children(db, folder.id, after=after, limit=size)
+
+        for children in _keyset_pages(read, size):
+            yield (
+                children,
+                Page(self.provider.backend, self.environ, children, lock_root, listing=True),
+            )
 
     def _listed(self, children: list[ChildT]) -> list[tuple[ChildT, str]]:
         """Each child as this folder lists it: a folder holding mount points with its rolled-up
@@ -480,19 +486,19 @@ class ListedMember:
     named PROPFIND of ``propfind.LISTED_PROPERTIES``): what those properties' formatters ask of
     a resource. It has no resource: nothing else can be answered from it."""
 
-    __slots__ = ("_href", "_username", "is_collection", "node")
+    __slots__ = ("_href", "is_collection", "node")
 
-    def __init__(self, node: ListedRow, href: str, username: str) -> None:
+    def __init__(self, node: ListedRow, href: str) -> None:
         self.node = node
         self.is_collection = node.is_folder
         self._href = href
-        self._username = username
 
     def get_href(self) -> str:
         return self._href
 
-    def get_display_name(self) -> str:  # as its resource's
-        return self.node.name or self._username
+    def get_display_name(self) -> str:
+        """Its name: only a user's root has none, and a root is nobody's child."""
+        return self.node.name
 
 
 class MemberRow:
