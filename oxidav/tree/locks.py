@@ -5,8 +5,9 @@ These functions are the storage under ``oxidav.providers.files.locks`` (WsgiDAV'
 its own transaction (DELETE and MOVE remove the locks of the source, §9.6.1 and §9.9.1). Lock
 roots are normalized URLs without a trailing slash; the locks below a root are one range query.
 Expired locks are never returned and are deleted whenever a lock is created. The check every
-write makes (``list_locks_at``) runs pre-built statements on the session's connection, and a
-PROPFIND's read of the locks of what it lists (``read_locks``) one prepared read on its own.
+write makes (``list_locks_at``) runs pre-built statements on the session's connection; a read
+outside any transaction (``read_locks``: a PROPFIND's locks of what it lists, WsgiDAV's
+``get_lock_list``) is one prepared read on its own.
 """
 
 from __future__ import annotations
