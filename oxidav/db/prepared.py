@@ -201,6 +201,8 @@ class PreparedReadsByCount:
         self._build = build
         self._type = type_ if type_ is not None else String()
         self._made: dict[int, PreparedRead] = {}
+        #: The bind parameters' names by count (``params`` spreads a page's ids over them).
+        self._names: dict[int, list[str]] = {}
         self._lock = threading.Lock()
 
     def for_count(self, count: int) -> PreparedRead:
@@ -213,7 +215,12 @@ class PreparedReadsByCount:
 
     def params(self, values: Sequence[Any], **others: Any) -> dict[str, Any]:
         """The parameters of ``for_count(len(values))``: ``values`` and ``others``."""
-        spread: dict[str, Any] = {f"{self._name}{i}": value for i, value in enumerate(values)}
+        names = self._names.get(len(values))
+        if names is None:
+            names = self._names.setdefault(
+                len(values), [f"{self._name}{i}" for i in range(len(values))]
+            )
+        spread: dict[str, Any] = dict(zip(names, values, strict=True))
         spread.update(others)
         return spread
 

@@ -124,6 +124,13 @@ def _grants_of(node_ids: Any) -> Select[int, bool]:
 _GRANTS_OF = PreparedReadsByCount("node", _grants_of, Integer())
 
 
+_USERS_OF = PreparedReadsByCount(
+    "user",
+    lambda ids: select(User.id, User.username, User.display_name).where(User.id.in_(ids)),
+    Integer(),
+)
+
+
 def grant_share_types(
     db: Database, user_id: int, node_ids: Sequence[int]
 ) -> Iterable[tuple[int, int]]:
@@ -236,16 +243,9 @@ class NodeEnricher:
         for user_id, ids in by_user.items():
             starred = read_favorite_ids(self.db, user_id, ids)
             state.favorites.update((i, i in starred) for i in ids)
-        missing_owners = {n.user_id for n in nodes} - state.owners.keys()
-        if missing_owners:
-            with self.db.read() as session:
-                rows = session.execute(
-                    select(User.id, User.username, User.display_name).where(
-                        User.id.in_(missing_owners)
-                    )
-                )
-                for user_id, username, display in rows:
-                    state.owners[user_id] = (username, display or username)
+        missing_owners = sorted({n.user_id for n in nodes} - state.owners.keys())
+        for user_id, username, display in _USERS_OF.rows(self.db, missing_owners):
+            state.owners[user_id] = (username, display or username)
 
     def value(self, item: Any, name: str, environ: Mapping[str, Any]) -> PropertyValue | None:
         if name not in ALL_NAMES:
@@ -275,7 +275,37 @@ class NodeEnricher:
         username, display = state.owners.get(node.user_id, ("", ""))
         return username if name == OC_OWNER_ID else display
 
-    def _share_types(self, node: NodeInfo, environ: Mapping[str, Any]) -> etree._Element:
+    def values(
+        self, item: Any, environ: Mapping[str, Any]
+    ) -> Sequence[tuple[str, PropertyValue | None]]:
+        """``[(name, value(item, name)) for name in property_names(item)]``, with the request's
+        state looked up once; no share types as ``""`` rather than an empty element (both
+        answer ``<oc:share-types/>``)."""
+        node: NodeInfo = item
+        state = _state(environ)
+        if node.id not in state.favorites or node.user_id not in state.owners:
+            self.prefetch([node], environ)
+        username, display = state.owners.get(node.user_id, ("", ""))
+        shared = self._share_kinds(node, environ)
+        found: list[tuple[str, PropertyValue | None]] = [
+            (OC_ID, oc_id(node.id, self.instance_id)),
+            (OC_FILEID, str(node.id)),
+            (OC_PERMISSIONS, permissions_for(node, environ)),
+            (OC_SIZE, str(node.size)),
+            (OC_FAVORITE, "1" if state.favorites.get(node.id) else "0"),
+            (OC_SHARE_TYPES, self._share_types(node, environ) if shared else ""),
+            (OC_OWNER_ID, username),
+            (OC_OWNER_DISPLAY_NAME, display),
+            (NC_HAS_PREVIEW, "false"),
+        ]
+        if node.checksums:
+            found.append((OC_CHECKSUMS, _checksums_element(node.checksums)))
+        if node.parent_id is None:
+            found.append((OC_DATA_FINGERPRINT, ""))
+        return found
+
+    def _share_kinds(self, node: NodeInfo, environ: Mapping[str, Any]) -> list[int]:
+        """The kinds of share ``oc:share-types`` lists for ``node``, in order."""
         state = _state(environ)
         if node.id not in state.share_types:
             principal = principal_of(environ)
@@ -287,8 +317,11 @@ class NodeEnricher:
                     for node_id, kind in source(self.db, principal.user_id, ids):
                         found.setdefault(node_id, set()).add(kind)
             state.share_types.update(found)
+        return sorted(state.share_types.get(node.id, ()))
+
+    def _share_types(self, node: NodeInfo, environ: Mapping[str, Any]) -> etree._Element:
         element = etree.Element(OC_SHARE_TYPES)
-        for kind in sorted(state.share_types.get(node.id, ())):
+        for kind in self._share_kinds(node, environ):
             etree.SubElement(element, OC + "share-type").text = str(kind)
         return element
 

@@ -7,12 +7,15 @@ answers as it does when asked on its own (Depth:0)."""
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import pytest
 from lxml import etree
 
 import oxidav.providers.files.propfind as propfind
 from tests.support.files import url
 from tests.support.live import LiveServer
+from tests.support.public_links import make_link
 
 NAMES = [
     "plain.txt",
@@ -115,3 +118,87 @@ def test_a_folders_length_and_type_are_answered_not_found(
         ("HTTP/1.1 404 Not Found", ["{DAV:}getcontentlength", "{DAV:}getcontenttype"]),
         ("HTTP/1.1 200 OK", ["{DAV:}getetag", "{DAV:}resourcetype"]),
     ]
+
+
+PROPPATCH = (
+    '<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"'
+    ' xmlns:x="urn:example"><D:set><D:prop>{}</D:prop></D:set></D:propertyupdate>'
+)
+ALLPROP = {
+    "empty": "",
+    "allprop": '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>',
+}
+
+
+@pytest.fixture
+def varied_folder(live_server: LiveServer, folder: str) -> str:
+    """``folder`` with what allprop answers through the general path (a dead property; the
+    locked member) or from values that are not plain text (share types, a favorite)."""
+    for name, props in (
+        ("with space.txt", "<x:colour>blue</x:colour>"),  # a dead property
+        ("hash#q?&+%25=;.txt", "<oc:favorite>1</oc:favorite>"),
+    ):
+        body = PROPPATCH.format(props)
+        assert live_server.request("PROPPATCH", url(folder + name), body).status == 207
+    make_link(live_server, folder + "ünïcødé ☃.txt")
+    make_link(live_server, folder + "sub folder")
+    return folder
+
+
+@pytest.mark.parametrize("body", ALLPROP)
+@pytest.mark.parametrize("depth", ["0", "1"])
+def test_allprop_from_rows_is_the_general_answer_byte_for_byte(
+    live_server: LiveServer,
+    varied_folder: str,
+    body: str,
+    depth: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def allprop(path: str) -> bytes:
+        response = live_server.request("PROPFIND", url(path), ALLPROP[body], {"Depth": depth})
+        assert response.status == 207, response.status
+        return response.body
+
+    paths = [varied_folder] if depth == "1" else [varied_folder + n for n in NAMES]
+    from_row = propfind._allprop_from_row
+    answered: list[bool] = []
+
+    def counted(res: propfind.Row) -> bytes | None:
+        found = from_row(res)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(propfind, "_allprop_from_row", counted)
+    from_rows = [allprop(path) for path in paths]
+    # The dead property's and the locked member's take the general path; no other does.
+    assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
+    monkeypatch.setattr(propfind, "_allprop_from_row", lambda res: None)
+    assert from_rows == [allprop(path) for path in paths]
+    answers = {
+        unquote(href).rstrip("/").rpartition("/")[2]: answer
+        for body in from_rows
+        for href, answer in _responses(body).items()
+    }
+
+    def text(name: str, prop: str) -> str | None:
+        return etree.fromstring(answers[name]).findtext(f".//{prop}")
+
+    assert text("sub folder", "{http://owncloud.org/ns}share-type") == "3"
+    assert text("with space.txt", "{urn:example}colour") == "blue"
+    assert text("hash#q?&+%25=;.txt", "{http://owncloud.org/ns}favorite") == "1"
+    assert text("plain.txt", "{DAV:}lockscope/{DAV:}exclusive") is not None
+
+
+def test_each_member_answers_allprop_in_a_listing_as_it_does_on_its_own(
+    live_server: LiveServer, varied_folder: str
+) -> None:
+    def allprop(path: str, depth: str) -> dict[str, bytes]:
+        response = live_server.request("PROPFIND", url(path), "", {"Depth": depth})
+        assert response.status == 207, response.status
+        return _responses(response.body)
+
+    listed = allprop(varied_folder, "1")
+    for name in NAMES:
+        suffix = "/" if name == "sub folder" else ""
+        ((href, answer),) = allprop(f"{varied_folder}{name}{suffix}", "0").items()
+        assert listed[href] == answer, name

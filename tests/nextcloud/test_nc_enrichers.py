@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from lxml import etree
 from sqlalchemy import insert
 
+from oxidav.authz.authn.principal import Principal
 from oxidav.db import Database
 from oxidav.db.models.users import User
+from oxidav.environ import ENVIRON_PRINCIPAL
 from oxidav.nextcloud import enrichers as e
 from oxidav.nextcloud.favorites import list_favorites, set_favorite
 from oxidav.tree import ensure_root, list_children, make_folder, write_file
@@ -133,3 +136,41 @@ def test_favorite_set_and_report_query(database: Database) -> None:
         assert [n.path for n in list_favorites(session, uid, below="/dir")] == ["/dir"]
     assert enricher.set_value(file, e.OC_FAVORITE, None, environ) is True
     assert enricher.value(file, e.OC_FAVORITE, {}) == "0"
+
+
+def _answer(value: Any) -> Any:
+    """What a value answers: an element as its text, ``""`` as the empty element."""
+    if isinstance(value, etree._Element):
+        if not (len(value) or value.text or value.attrib):
+            return ""
+        return etree.tostring(value)
+    return value
+
+
+def test_values_are_each_listed_names_value(database: Database) -> None:
+    uid = _user(database, display="Alice A.")
+    root, children = _tree(database, uid)
+    with database.read() as session:
+        (x,) = list_children(session, next(n for n in children if n.is_folder).id)
+    shared = children[0]
+
+    def links(db: Database, user_id: int, ids: Sequence[int]) -> list[tuple[int, int]]:
+        return [(shared.id, e.SHARE_LINK)] if shared.id in ids else []
+
+    enricher = e.NodeEnricher(database, "ocinst", share_type_sources=[links])
+    environ: dict[str, Any] = {ENVIRON_PRINCIPAL: Principal(uid, "alice")}
+    nodes = [root, *children, x]
+    enricher.prefetch(nodes, environ)
+    for node in nodes:
+        expected = [
+            (name, _answer(enricher.value(node, name, environ)))
+            for name in enricher.property_names(node)
+        ]
+        found = [(name, _answer(value)) for name, value in enricher.values(node, environ)]
+        assert found == expected, node.path
+    kinds = dict(enricher.values(shared, environ))[e.OC_SHARE_TYPES]
+    assert isinstance(kinds, etree._Element)
+    assert [k.text for k in kinds] == [str(e.SHARE_LINK)]
+    assert dict(enricher.values(x, environ))[e.OC_CHECKSUMS] is not None
+    fresh: dict[str, Any] = {}  # never prefetched: loaded on the first ask, as by value
+    assert dict(enricher.values(shared, fresh))[e.OC_OWNER_DISPLAY_NAME] == "Alice A."

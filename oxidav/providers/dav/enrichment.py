@@ -4,7 +4,8 @@ docs/architecture.md#request-path: the Nextcloud middleware (or any other) puts 
 into the request environ under ``ENVIRON_ENRICHERS``. A collection's ``get_member_list()`` loads its
 page of children in one query and then calls ``prefetch`` on each enricher once for the whole page
 (one batched query each); each resource then answers an enricher's property names from what was
-prefetched. Without enrichers in the environ the providers serve plain WebDAV and pay nothing.
+prefetched (``value`` one at a time; ``values`` all of an item's at once, for allprop). Without
+enrichers in the environ the providers serve plain WebDAV and pay nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ class Enricher(Protocol):
 
     def value(self, item: Any, name: str, environ: Mapping[str, Any]) -> PropertyValue | None:
         """The value of ``name`` for ``item``; None if this enricher does not answer it."""
+        ...
+
+    def values(
+        self, item: Any, environ: Mapping[str, Any]
+    ) -> Sequence[tuple[str, PropertyValue | None]]:
+        """Every name ``property_names(item)`` gives, in its order, with its ``value``: an
+        allprop answer's, in one call instead of one per name."""
         ...
 
     def set_value(

@@ -52,6 +52,8 @@ _TWO_DIGITS = tuple(f"{n:02d}" for n in range(61))
 #: The date part of an HTTP date (``Sun, 06 Dec 2026 ``) kept per day (its ordinal), at most
 #: ``HTTP_DATES_KEPT`` of them.
 _day_heads: dict[int, str] = {}
+#: ``rfc3339_of``'s date part (``2026-12-06T``) per day, at most ``HTTP_DATES_KEPT``.
+_rfc3339_days: dict[int, str] = {}
 
 
 def rfc1123_date(stamp: float) -> str:
@@ -74,6 +76,18 @@ def rfc1123_of(d: datetime) -> str:
             f"{_DAYS[d.weekday()]}, {d.day:02d} {_MONTHS[d.month]} {d.year:04d} "
         )
     return f"{head}{_TWO_DIGITS[d.hour]}:{_TWO_DIGITS[d.minute]}:{_TWO_DIGITS[d.second]} GMT"
+
+
+def rfc3339_of(d: datetime) -> str:
+    """``time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(d.timestamp()))`` of an aware UTC
+    datetime (a creation date), its day's part formatted once per day."""
+    day = d.toordinal()
+    head = _rfc3339_days.get(day)
+    if head is None:
+        if len(_rfc3339_days) >= HTTP_DATES_KEPT:
+            _rfc3339_days.clear()
+        head = _rfc3339_days[day] = f"{d.year:04d}-{d.month:02d}-{d.day:02d}T"
+    return f"{head}{_TWO_DIGITS[d.hour]}:{_TWO_DIGITS[d.minute]}:{_TWO_DIGITS[d.second]}Z"
 
 
 def http_date(stamp: float) -> str:

@@ -15,7 +15,10 @@ rows without what it does not show (``oxidav.tree.listing.read_children_brief``)
 only for ``LISTED_PROPERTIES`` (what a file browser's columns show: etag, time, length, type,
 kind, name) reads only those columns (``ListedMember``s over ``read_listed_rows``); their
 formatters answer every row, so no resource is ever needed. A folder's length and type are
-answered from its row too, in a 404 propstat (``Absent``). Every way gives the same bytes.
+answered from its row too, in a 404 propstat (``Absent``). An allprop PROPFIND (without
+``include``) lists ``MemberRow``s too and answers each from its row and its page's enrichers
+(``Enricher.values``: all of a node's properties in one call); a node with dead properties, or
+a locked member, takes the general path. Every way gives the same bytes.
 
 Supports ``allprop`` (with ``include``, §14.8), ``propname`` and named properties; a property
 named twice is answered once. Depth infinity and the ``files/`` homes collection are left to
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 from xml.sax.saxutils import escape
@@ -36,7 +38,8 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 
 from oxidav.providers.dav.multistatus import property_names, take_up_to
 from oxidav.providers.dav.xml_input import request_xml
-from oxidav.providers.files.get import http_date_now, rfc1123_of
+from oxidav.providers.files.get import http_date_now, rfc1123_of, rfc3339_of
+from oxidav.providers.files.props import FILE_PROPS, FOLDER_PROPS, LOCK_PROPS
 from oxidav.providers.files.resources import (
     FileResource,
     FolderResource,
@@ -96,8 +99,7 @@ def _displayname(res: Listed) -> str:
 
 
 def _creationdate(res: Row) -> str | None:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(res.get_creation_date()))
-    return f"<D:creationdate>{stamp}</D:creationdate>"
+    return f"<D:creationdate>{rfc3339_of(res.node.created_at)}</D:creationdate>"
 
 
 def _supportedlock(res: Row) -> str | None:
@@ -152,6 +154,19 @@ _FAST: dict[str, Callable[[Row], str | None]] = {
 }
 
 
+def _allprop_formatters(names: Sequence[str], locking: bool) -> list[Formatter]:
+    return [_FAST[name] for name in (*names, *(LOCK_PROPS if locking else ()))]
+
+
+#: The formatters of allprop's live DAV: properties (``NodeProperties.get_property_names``'
+#: first names), by (is a folder, locks are supported).
+_ALLPROP: dict[tuple[bool, bool], list[Formatter]] = {
+    (folder, locking): _allprop_formatters(FOLDER_PROPS if folder else FILE_PROPS, locking)
+    for folder in (False, True)
+    for locking in (False, True)
+}
+
+
 def _fast(res: Resource, name: str) -> str | None:
     """Common live properties as XML text (an ``Absent`` one's empty element), or None to
     take the general path."""
@@ -195,6 +210,11 @@ class _Names:
         )
 
 
+#: The tags of properties in the multistatus element's namespaces (which need no prefixes
+#: of their own): only those are ever asked of it.
+_ROOT_NAMES = _Names()
+
+
 def _value_xml(names: _Names, name: str, value: Any) -> str:
     if value is None or value == "":
         return f"<{names.tag(name)}/>"
@@ -229,6 +249,28 @@ def listed_formatters(mode: str, requested: list[str]) -> list[ListedFormatter] 
     if mode != "named" or not requested or not LISTED_PROPERTIES.issuperset(requested):
         return None
     return [_LISTED[name] for name in requested]
+
+
+def _allprop_from_row(res: Row) -> bytes | None:
+    """The allprop ``<D:response>`` of ``res`` (without ``include``) from its row and its
+    page's enrichers, as the general path writes it; None when the general path must: a node
+    with dead properties, a locked member, an enricher's property that is not in the
+    multistatus element's namespaces or has no value."""
+    page, node = res.page, res.node
+    if page.props(node.id, lambda: _ref_url(res)):
+        return None
+    locking = res.provider.lock_manager is not None
+    texts = [format_property(res) for format_property in _ALLPROP[res.is_collection, locking]]
+    for enricher in page.enrichers():
+        for name, value in enricher.values(node, page.environ):
+            if value is None or _root_tag(name) is None:
+                return None
+            texts.append(_value_xml(_ROOT_NAMES, name, value))
+    return _response(res.get_href(), texts)
+
+
+def _ref_url(res: Row) -> str:
+    return (res.resource() if isinstance(res, MemberRow) else res).get_ref_url()
 
 
 def _from_row(res: Row, formatters: list[Formatter]) -> bytes | None:
@@ -280,6 +322,10 @@ def response_xml(
     a ``MemberRow`` only with them)."""
     if from_row is not None:
         fast = _from_row(res, from_row)
+        if fast is not None:
+            return fast
+    elif mode == "allprop" and not requested:
+        fast = _allprop_from_row(res)
         if fast is not None:
             return fast
     resource = res.resource() if isinstance(res, MemberRow) else res
@@ -365,10 +411,12 @@ def _body(
                 ]
             )
         pages = [res.mount_members()]
-    elif from_row is None:
-        pages = res.iter_member_pages()
-    else:  # from the rows: no resources, and without a creation date fewer columns
+    elif from_row is not None:  # from the rows: no resources, without a creation date fewer columns
         pages = res.iter_member_rows(brief=CREATIONDATE not in names)
+    elif mode == "allprop" and not names:  # from the rows and the enrichers
+        pages = res.iter_member_rows()
+    else:
+        pages = res.iter_member_pages()
     for batch in _batches(pages):
         yield b"".join([response_xml(row, mode, names, from_row) for row in batch])
     yield XML_TAIL

@@ -122,6 +122,15 @@ class Page:
                 self._locks.setdefault(lock["root"], []).append(lock)
         return self._locks.get(root, [])
 
+    def holds_no_locks(self, manager: Any) -> bool:
+        """True when ``manager`` keeps its locks in the database (as ``_direct_locks`` reads
+        them) and none is alive at or below the page's lock root: no node of the page has a
+        lock to show. False when that is not known."""
+        if not isinstance(getattr(manager, "storage", None), DbLockStorage):
+            return False
+        self.locks(self.lock_root)
+        return not self._locks
+
     def enrichers(self) -> list[Enricher]:
         if self._enrichers is None:
             self._enrichers = list(enrichers(self.environ))

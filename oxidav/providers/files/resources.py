@@ -503,9 +503,9 @@ class ListedMember:
 
 class MemberRow:
     """A listed child as its row and href, for an answer written from the rows (a named
-    PROPFIND whose properties all come from them): what the row formatters ask of a resource,
-    without building one. Its resource (provider, locks, dead properties) is built on the first
-    question the row cannot answer (``resource``)."""
+    PROPFIND whose properties all come from them, an allprop one): what the row formatters ask
+    of a resource, without building one. Its resource (provider, locks, dead properties) is
+    built on the first question the row cannot answer (``resource``)."""
 
     __slots__ = ("_folder", "_href", "_page", "_resource", "is_collection", "node")
 
@@ -527,10 +527,15 @@ class MemberRow:
     def get_display_name(self) -> str:  # as its resource's
         return self.node.name or self._folder.target.username
 
-    def get_creation_date(self) -> float:  # as its resource's
-        return self.node.created_at.timestamp()
+    @property
+    def page(self) -> Page:
+        """The ``Page`` it was listed in."""
+        return self._page
 
     def has_locks(self) -> bool:
+        """As its resource's, without building it when its page holds no lock."""
+        if self._page.holds_no_locks(self._folder.provider.lock_manager):
+            return False
         return self.resource().has_locks()
 
     def resource(self) -> FileResource | FolderResource:
@@ -562,6 +567,9 @@ class _MountPage(Page):
             for lock in found:
                 self._mount_locks.setdefault(lock["root"], []).append(lock)
         return self._mount_locks.get(root, [])
+
+    def holds_no_locks(self, manager: Any) -> bool:
+        return False  # its nodes' locks are rooted in several trees: asked node by node
 
 
 class FilesHome(DAVCollection):  # type: ignore[misc]
