@@ -39,13 +39,9 @@ from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_ht
 from oxidav.providers.dav.multistatus import property_names, take_up_to
 from oxidav.providers.dav.xml_input import request_xml
 from oxidav.providers.files.get import http_date_now, rfc1123_of, rfc3339_of
+from oxidav.providers.files.members import ListedMember, MemberRow
 from oxidav.providers.files.props import FILE_PROPS, FOLDER_PROPS, LOCK_PROPS
-from oxidav.providers.files.resources import (
-    FileResource,
-    FolderResource,
-    ListedMember,
-    MemberRow,
-)
+from oxidav.providers.files.resources import FileResource, FolderResource
 
 BUFFER_LIMIT = 8 << 20
 #: Responses joined into one piece when streaming.

@@ -6,7 +6,8 @@ A resource is built from one ``NodeInfo`` row and never queries for its own live
 names and builds them directly (no ``get_resource_inst`` per child); ``iter_member_rows`` gives
 them as ``MemberRow``s instead, for an answer written from the rows, which builds a member's
 resource only when a property needs it, and ``iter_listed_members`` as ``ListedMember``s, for an
-answer that shows only what a file browser's columns show, which have no resource at all.
+answer that shows only what a file browser's columns show, which have no resource at all (both
+in ``oxidav.providers.files.members``).
 Writes go through ``oxidav.tree`` in one transaction each: MKCOL, DELETE (to the trash,
 dropping the locks below), COPY and MOVE (``handle_copy`` / ``handle_move``; WsgiDAV has
 checked locks and If headers).
@@ -22,7 +23,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy.orm import Session
@@ -33,9 +34,9 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 from oxidav.authz.grants.mounts import mounts_of
 from oxidav.environ import ENVIRON_CREATED, ENVIRON_NODE
 from oxidav.providers.files.context import Target, dav_error, forget
+from oxidav.providers.files.members import ChildT, ListedMember, MemberRow, keyset_pages
 from oxidav.providers.files.props import NodeProperties, Page
 from oxidav.tree import (
-    ListedRow,
     TreeError,
     copy_node,
     make_folder,
@@ -53,27 +54,11 @@ from oxidav.tree.transfers import transfer_node
 from oxidav.tree.trash_room import make_room_after_delete
 from oxidav.tree.types import NodeInfo
 
-#: A child row as a listing reads it: a whole node, or what a file browser's columns show.
-ChildT = TypeVar("ChildT", NodeInfo, ListedRow)
-
 #: Children fetched per keyset query.
 PAGE_SIZE = 1000
 HREF_SAFE = "/!*'(),$-_|."
 #: A name made only of characters ``quote(name, safe=HREF_SAFE)`` leaves alone.
 _UNQUOTED = re.compile(r"[A-Za-z0-9_.~/!*'(),$|-]*\Z")
-
-
-def _keyset_pages(read: Callable[[str | None], list[ChildT]], size: int) -> Iterator[list[ChildT]]:
-    """``read(after)``'s pages of at most ``size`` children, each after the last name of the one
-    before (the first after None), until one comes back short; no empty page."""
-    after: str | None = None
-    while True:
-        children = read(after)
-        if children:
-            yield children
-        if len(children) < size:
-            return
-        after = children[-1].name
 
 
 class _NodeResource(NodeProperties):
@@ -334,7 +319,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
         time, each as a ``ListedMember`` (read with ``read_listed_rows``); the mount points are
         not among them (``mount_members``)."""
         db, folder_id = self.provider.backend.db, self.node.id
-        pages = _keyset_pages(
+        pages = keyset_pages(
             lambda after: read_listed_rows(db, folder_id, after=after, limit=PAGE_SIZE), PAGE_SIZE
         )
         for rows in pages:
@@ -351,7 +336,7 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
                 return read_children_brief(db, folder, after=after, limit=size)
             return read_children(db, folder.id, after=after, limit=size)
 
-        for children in _keyset_pages(read, size):
+        for children in keyset_pages(read, size):
             yield (
                 children,
                 Page(self.provider.backend, self.environ, children, lock_root, listing=True),
@@ -479,70 +464,6 @@ class FolderResource(_NodeResource, DAVCollection):  # type: ignore[misc]
             return f"{self.target.tree_path}/{normalize_name(name)}"
         except TreeError as exc:
             raise self._fail(exc) from None
-
-
-class ListedMember:
-    """A listed child as its ``ListedRow`` and href, for an answer that shows nothing else (a
-    named PROPFIND of ``propfind.LISTED_PROPERTIES``): what those properties' formatters ask of
-    a resource. It has no resource: nothing else can be answered from it."""
-
-    __slots__ = ("_href", "is_collection", "node")
-
-    def __init__(self, node: ListedRow, href: str) -> None:
-        self.node = node
-        self.is_collection = node.is_folder
-        self._href = href
-
-    def get_href(self) -> str:
-        return self._href
-
-    def get_display_name(self) -> str:
-        """Its name: only a user's root has none, and a root is nobody's child."""
-        return self.node.name
-
-
-class MemberRow:
-    """A listed child as its row and href, for an answer written from the rows (a named
-    PROPFIND whose properties all come from them, an allprop one): what the row formatters ask
-    of a resource, without building one. Its resource (provider, locks, dead properties) is
-    built on the first question the row cannot answer (``resource``)."""
-
-    __slots__ = ("_folder", "_href", "_page", "_resource", "is_collection", "node")
-
-    def __init__(self, node: NodeInfo, href: str, folder: FolderResource, page: Page) -> None:
-        self.node = node
-        self.is_collection = node.is_folder
-        self._href = href
-        self._folder = folder
-        self._page = page
-        self._resource: FileResource | FolderResource | None = None
-
-    @property
-    def provider(self) -> Any:
-        return self._folder.provider
-
-    def get_href(self) -> str:
-        return self._href
-
-    def get_display_name(self) -> str:  # as its resource's
-        return self.node.name or self._folder.target.username
-
-    @property
-    def page(self) -> Page:
-        """The ``Page`` it was listed in."""
-        return self._page
-
-    def has_locks(self) -> bool:
-        """As its resource's, without building it when its page holds no lock."""
-        if self._page.holds_no_locks(self._folder.provider.lock_manager):
-            return False
-        return self.resource().has_locks()
-
-    def resource(self) -> FileResource | FolderResource:
-        """The member's resource, listed in the same ``Page`` as its siblings."""
-        if self._resource is None:
-            self._resource = self._folder.member(self.node, self._href, self._page)
-        return self._resource
 
 
 class _MountPage(Page):
