@@ -202,3 +202,63 @@ def test_each_member_answers_allprop_in_a_listing_as_it_does_on_its_own(
         suffix = "/" if name == "sub folder" else ""
         ((href, answer),) = allprop(f"{varied_folder}{name}{suffix}", "0").items()
         assert listed[href] == answer, name
+
+
+NEXTCLOUD_BODIES = {
+    # The desktop client's listing (its sync engine's PROPFIND).
+    "client": (
+        "<D:resourcetype/><D:getlastmodified/><D:getcontentlength/><D:getetag/><oc:size/>"
+        "<oc:id/><oc:fileid/><oc:downloadURL/><oc:dDC/><oc:permissions/><oc:checksums/>"
+        "<oc:share-types/>"
+    ),
+    # Not answered for anyone, first: the 404 propstat comes first.
+    "absent-first": "<oc:downloadURL/><D:getetag/><oc:favorite/><oc:owner-display-name/>",
+    # A dead property in the enrichers' namespace, set on one member only.
+    "dead-in-oc": "<oc:note/><oc:fileid/><nc:has-preview/><D:displayname/>",
+}
+
+
+@pytest.mark.parametrize("body", NEXTCLOUD_BODIES)
+@pytest.mark.parametrize("depth", ["0", "1"])
+def test_enriched_properties_from_rows_are_the_general_answer_byte_for_byte(
+    live_server: LiveServer,
+    varied_folder: str,
+    body: str,
+    depth: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    note = PROPPATCH.format("<oc:note>hello</oc:note>")
+    assert live_server.request("PROPPATCH", url(varied_folder + NAMES[4]), note).status == 207
+    request = (
+        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"'
+        f' xmlns:nc="http://nextcloud.org/ns"><D:prop>{NEXTCLOUD_BODIES[body]}</D:prop>'
+        "</D:propfind>"
+    )
+
+    def propfind_all() -> list[bytes]:
+        paths = [varied_folder] if depth == "1" else [varied_folder + n for n in NAMES]
+        answers = []
+        for path in paths:
+            response = live_server.request("PROPFIND", url(path), request, {"Depth": depth})
+            assert response.status == 207, response.status
+            answers.append(response.body)
+        return answers
+
+    from_row = propfind._from_row
+    answered: list[bool] = []
+
+    def counted(res: propfind.Row, formatters: list[propfind.Formatter]) -> bytes | None:
+        found = from_row(res, formatters)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(propfind, "_from_row", counted)
+    from_rows = propfind_all()
+    # The two members with dead properties take the general path (each body names a property
+    # no enricher answers, which could be one of them); no other does.
+    assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
+    monkeypatch.setattr(propfind, "row_formatters", lambda mode, requested: None)
+    assert from_rows == propfind_all()
+    if body == "dead-in-oc":
+        answers = {unquote(h): a for body in from_rows for h, a in _responses(body).items()}
+        assert [h.rpartition("/")[2] for h, a in answers.items() if b"hello" in a] == [NAMES[4]]

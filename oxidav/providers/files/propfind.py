@@ -8,9 +8,11 @@ templates, others through the resource's ``get_property_value`` — and joined. 
 is streamed as it is produced — members are loaded a page (1000 rows) at a time — so memory
 stays bounded by the buffer and the page, not by the folder.
 
-A named PROPFIND whose properties all come from the rows lists its members as rows
+A named PROPFIND whose properties all come from the rows, or from the page's enrichers (the
+``oc:`` / ``nc:`` properties a Nextcloud client lists), lists its members as rows
 (``FolderResource.iter_member_rows``: a ``MemberRow`` is a child's row and href, and builds its
-resource only for a property the row cannot answer), and without a creation date reads those
+resource only for a property the row cannot answer: a locked member's lockdiscovery, a property
+no enricher answers of a node with dead properties), and without a creation date reads those
 rows without what it does not show (``oxidav.tree.listing.read_children_brief``). One that asks
 only for ``LISTED_PROPERTIES`` (what a file browser's columns show: etag, time, length, type,
 kind, name) reads only those columns (``ListedMember``s over ``read_listed_rows``); their
@@ -227,17 +229,40 @@ ListedFormatter = Callable[[Listed], str]
 
 
 def row_formatters(mode: str, requested: list[str]) -> list[Formatter] | None:
-    """For a named PROPFIND whose every property can come from the row, their formatters;
-    None otherwise. Looked up once per request, not per member."""
+    """For a named PROPFIND whose every property can come from the row or its page's
+    enrichers, their formatters; None otherwise. Looked up once per request, not per member."""
     if mode != "named" or not requested:
         return None
     formatters: list[Formatter] = []
     for name in requested:
         format_property = _FAST.get(name)
         if format_property is None:
-            return None
+            if name.startswith("{DAV:}") or _root_tag(name) is None:
+                return None
+            format_property = _enriched(name)
         formatters.append(format_property)
     return formatters
+
+
+@functools.lru_cache(maxsize=256)
+def _enriched(name: str) -> Formatter:
+    """The row formatter of ``name``, a property outside DAV: in the multistatus element's
+    namespaces: the first value an enricher of the page gives (as ``find_property_value``),
+    else, for a node without dead properties, an ``Absent`` (404); None (the general path)
+    for a node with dead properties, one of which may be ``name``."""
+    absent = Absent(f"<{_root_tag(name)}/>")
+
+    def format_property(res: Row) -> str | None:
+        page, node = res.page, res.node
+        for enricher in page.enrichers():
+            value = enricher.value(node, name, page.environ)
+            if value is not None:
+                return _value_xml(_ROOT_NAMES, name, value)
+        if page.props(node.id, lambda: _ref_url(res)):
+            return None
+        return absent
+
+    return format_property
 
 
 def listed_formatters(mode: str, requested: list[str]) -> list[ListedFormatter] | None:
