@@ -2,11 +2,13 @@
 (``MemberRow``s, whose resources are built only for a property the row cannot answer; read
 without their creation time when none is asked for: ``read_children_brief``; only the columns
 a file browser shows, as ``ListedMember``s, when that is all that is asked for:
-``read_listed_rows``): the answer is byte-for-byte the one of the general path, and each member
-answers as it does when asked on its own (Depth:0)."""
+``read_listed_rows``), and the ``oc:`` / ``nc:`` properties and allprop from the rows and the
+page's enrichers: the answer is byte-for-byte the one of the general path, and each member
+answers as it does when asked on its own (Depth:0)"""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
@@ -50,11 +52,39 @@ BODIES = {
 }
 
 
-def _propfind(server: LiveServer, path: str, inner: str, depth: str) -> bytes:
-    body = f'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop>{inner}</D:prop></D:propfind>'
+def _prop(inner: str) -> str:
+    """A named PROPFIND body of the properties ``inner`` (DAV:, ``oc:`` and ``nc:``)."""
+    return (
+        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"'
+        f' xmlns:nc="http://nextcloud.org/ns"><D:prop>{inner}</D:prop></D:propfind>'
+    )
+
+
+def _propfind(server: LiveServer, path: str, body: str, depth: str) -> bytes:
     response = server.request("PROPFIND", url(path), body, headers={"Depth": depth})
     assert response.status == 207, response.status
     return response.body
+
+
+def _answers(server: LiveServer, folder: str, body: str, depth: str) -> list[bytes]:
+    """The answers to ``body``: for ``folder`` at Depth 1, for each member at Depth 0."""
+    paths = [folder] if depth == "1" else [folder + name for name in NAMES]
+    return [_propfind(server, path, body, depth) for path in paths]
+
+
+def _count_answers(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
+    """Whether each call of ``propfind.<name>`` (a response from the rows, None for the
+    general path) answered, in a list filled as the calls come."""
+    from_rows = getattr(propfind, name)
+    answered: list[bool] = []
+
+    def counted(*args: Any) -> bytes | None:
+        found: bytes | None = from_rows(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(propfind, name, counted)
+    return answered
 
 
 def _responses(body: bytes) -> dict[str, bytes]:
@@ -83,9 +113,9 @@ def folder(live_server: LiveServer) -> str:
 def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
     live_server: LiveServer, folder: str, body: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from_rows = _propfind(live_server, folder, BODIES[body], "1")
+    from_rows = _propfind(live_server, folder, _prop(BODIES[body]), "1")
     monkeypatch.setattr(propfind, "row_formatters", lambda mode, requested: None)
-    general = _propfind(live_server, folder, BODIES[body], "1")
+    general = _propfind(live_server, folder, _prop(BODIES[body]), "1")
     assert from_rows == general
     assert len(_responses(from_rows)) == len(NAMES) + 1
 
@@ -96,10 +126,11 @@ def test_a_listing_from_rows_is_the_general_answer_byte_for_byte(
 def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
     live_server: LiveServer, folder: str, body: str
 ) -> None:
-    listed = _responses(_propfind(live_server, folder, BODIES[body], "1"))
+    listed = _responses(_propfind(live_server, folder, _prop(BODIES[body]), "1"))
     for name in NAMES:
         suffix = "/" if name == "sub folder" else ""
-        alone = _responses(_propfind(live_server, f"{folder}{name}{suffix}", BODIES[body], "0"))
+        alone = _propfind(live_server, f"{folder}{name}{suffix}", _prop(BODIES[body]), "0")
+        alone = _responses(alone)
         ((href, answer),) = alone.items()
         assert listed[href] == answer, name
 
@@ -108,7 +139,7 @@ def test_each_member_answers_in_a_listing_as_it_does_on_its_own(
 def test_a_folders_length_and_type_are_answered_not_found(
     live_server: LiveServer, folder: str, depth: str
 ) -> None:
-    answer = _propfind(live_server, f"{folder}sub folder/", BODIES["absent-first"], depth)
+    answer = _propfind(live_server, f"{folder}sub folder/", _prop(BODIES["absent-first"]), depth)
     ((response,),) = [list(etree.fromstring(answer).iter("{DAV:}response"))]
     statuses = [
         (stat.findtext("{DAV:}status"), [prop.tag for prop in stat.find("{DAV:}prop")])
@@ -154,26 +185,12 @@ def test_allprop_from_rows_is_the_general_answer_byte_for_byte(
     depth: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def allprop(path: str) -> bytes:
-        response = live_server.request("PROPFIND", url(path), ALLPROP[body], {"Depth": depth})
-        assert response.status == 207, response.status
-        return response.body
-
-    paths = [varied_folder] if depth == "1" else [varied_folder + n for n in NAMES]
-    from_row = propfind._allprop_from_row
-    answered: list[bool] = []
-
-    def counted(res: propfind.Row) -> bytes | None:
-        found = from_row(res)
-        answered.append(found is not None)
-        return found
-
-    monkeypatch.setattr(propfind, "_allprop_from_row", counted)
-    from_rows = [allprop(path) for path in paths]
+    answered = _count_answers(monkeypatch, "_allprop_from_row")
+    from_rows = _answers(live_server, varied_folder, ALLPROP[body], depth)
     # The dead property's and the locked member's take the general path; no other does.
     assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
     monkeypatch.setattr(propfind, "_allprop_from_row", lambda res: None)
-    assert from_rows == [allprop(path) for path in paths]
+    assert from_rows == _answers(live_server, varied_folder, ALLPROP[body], depth)
     answers = {
         unquote(href).rstrip("/").rpartition("/")[2]: answer
         for body in from_rows
@@ -192,15 +209,11 @@ def test_allprop_from_rows_is_the_general_answer_byte_for_byte(
 def test_each_member_answers_allprop_in_a_listing_as_it_does_on_its_own(
     live_server: LiveServer, varied_folder: str
 ) -> None:
-    def allprop(path: str, depth: str) -> dict[str, bytes]:
-        response = live_server.request("PROPFIND", url(path), "", {"Depth": depth})
-        assert response.status == 207, response.status
-        return _responses(response.body)
-
-    listed = allprop(varied_folder, "1")
+    listed = _responses(_propfind(live_server, varied_folder, "", "1"))
     for name in NAMES:
         suffix = "/" if name == "sub folder" else ""
-        ((href, answer),) = allprop(f"{varied_folder}{name}{suffix}", "0").items()
+        alone = _responses(_propfind(live_server, f"{varied_folder}{name}{suffix}", "", "0"))
+        ((href, answer),) = alone.items()
         assert listed[href] == answer, name
 
 
@@ -229,36 +242,14 @@ def test_enriched_properties_from_rows_are_the_general_answer_byte_for_byte(
 ) -> None:
     note = PROPPATCH.format("<oc:note>hello</oc:note>")
     assert live_server.request("PROPPATCH", url(varied_folder + NAMES[4]), note).status == 207
-    request = (
-        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"'
-        f' xmlns:nc="http://nextcloud.org/ns"><D:prop>{NEXTCLOUD_BODIES[body]}</D:prop>'
-        "</D:propfind>"
-    )
-
-    def propfind_all() -> list[bytes]:
-        paths = [varied_folder] if depth == "1" else [varied_folder + n for n in NAMES]
-        answers = []
-        for path in paths:
-            response = live_server.request("PROPFIND", url(path), request, {"Depth": depth})
-            assert response.status == 207, response.status
-            answers.append(response.body)
-        return answers
-
-    from_row = propfind._from_row
-    answered: list[bool] = []
-
-    def counted(res: propfind.Row, formatters: list[propfind.Formatter]) -> bytes | None:
-        found = from_row(res, formatters)
-        answered.append(found is not None)
-        return found
-
-    monkeypatch.setattr(propfind, "_from_row", counted)
-    from_rows = propfind_all()
+    request = _prop(NEXTCLOUD_BODIES[body])
+    answered = _count_answers(monkeypatch, "_from_row")
+    from_rows = _answers(live_server, varied_folder, request, depth)
     # The two members with dead properties take the general path (each body names a property
     # no enricher answers, which could be one of them); no other does.
     assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
     monkeypatch.setattr(propfind, "row_formatters", lambda mode, requested: None)
-    assert from_rows == propfind_all()
+    assert from_rows == _answers(live_server, varied_folder, request, depth)
     if body == "dead-in-oc":
         answers = {unquote(h): a for body in from_rows for h, a in _responses(body).items()}
         assert [h.rpartition("/")[2] for h, a in answers.items() if b"hello" in a] == [NAMES[4]]

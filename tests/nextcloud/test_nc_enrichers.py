@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lxml import etree
@@ -15,6 +15,7 @@ from oxidav.db.models.users import User
 from oxidav.environ import ENVIRON_PRINCIPAL
 from oxidav.nextcloud import enrichers as e
 from oxidav.nextcloud.favorites import list_favorites, set_favorite
+from oxidav.providers.dav.enrichment import values_of
 from oxidav.tree import ensure_root, list_children, make_folder, write_file
 from oxidav.tree.types import NodeInfo
 from tests.support.engine_events import recorded_reads
@@ -174,3 +175,35 @@ def test_values_are_each_listed_names_value(database: Database) -> None:
     assert dict(enricher.values(x, environ))[e.OC_CHECKSUMS] is not None
     fresh: dict[str, Any] = {}  # never prefetched: loaded on the first ask, as by value
     assert dict(enricher.values(shared, fresh))[e.OC_OWNER_DISPLAY_NAME] == "Alice A."
+
+
+class _NameByName:
+    """An enricher written before ``values``: names and values one at a time."""
+
+    def __init__(self, inner: e.NodeEnricher) -> None:
+        self.inner = inner
+
+    def property_names(self, item: Any) -> Sequence[str]:
+        return self.inner.property_names(item)
+
+    def prefetch(self, items: Sequence[Any], environ: Mapping[str, Any]) -> None:
+        self.inner.prefetch(items, environ)
+
+    def value(self, item: Any, name: str, environ: Mapping[str, Any]) -> Any:
+        return self.inner.value(item, name, environ)
+
+    def set_value(self, item: Any, name: str, value: Any, environ: Mapping[str, Any]) -> bool:
+        return False
+
+
+def test_an_enricher_without_values_is_asked_name_by_name(database: Database) -> None:
+    uid = _user(database)
+    root, children = _tree(database, uid)
+    enricher = e.NodeEnricher(database, "i")
+    environ: dict[str, Any] = {ENVIRON_PRINCIPAL: Principal(uid, "u")}
+    enricher.prefetch([root, *children], environ)
+    for node in (root, *children):
+        expected = [(name, _answer(value)) for name, value in enricher.values(node, environ)]
+        old = values_of(_NameByName(enricher), node, environ)  # type: ignore[arg-type]
+        assert [(name, _answer(value)) for name, value in old] == expected
+        assert values_of(enricher, node, environ) == enricher.values(node, environ)

@@ -45,7 +45,8 @@ class Enricher(Protocol):
         self, item: Any, environ: Mapping[str, Any]
     ) -> Sequence[tuple[str, PropertyValue | None]]:
         """Every name ``property_names(item)`` gives, in its order, with its ``value``: an
-        allprop answer's, in one call instead of one per name."""
+        allprop answer's, in one call instead of one per name. Optional: an enricher without
+        it is asked name by name (``values_of``)."""
         ...
 
     def set_value(
@@ -53,6 +54,18 @@ class Enricher(Protocol):
     ) -> bool:
         """Handle PROPPATCH of ``name`` (``value`` None = remove); False if not handled."""
         ...
+
+
+def values_of(
+    enricher: Enricher, item: Any, environ: Mapping[str, Any]
+) -> Sequence[tuple[str, PropertyValue | None]]:
+    """``enricher.values(item, environ)``; for an enricher written without it, the same from
+    ``property_names`` and ``value``."""
+    values = getattr(enricher, "values", None)
+    if values is not None:
+        found: Sequence[tuple[str, PropertyValue | None]] = values(item, environ)
+        return found
+    return [(name, enricher.value(item, name, environ)) for name in enricher.property_names(item)]
 
 
 def enrichers(environ: Mapping[str, Any]) -> Sequence[Enricher]:

@@ -38,6 +38,7 @@ from xml.sax.saxutils import escape
 from lxml import etree
 from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError, get_http_status_string
 
+from oxidav.providers.dav.enrichment import values_of
 from oxidav.providers.dav.multistatus import property_names, take_up_to
 from oxidav.providers.dav.xml_input import request_xml
 from oxidav.providers.files.get import http_date_now, rfc1123_of, rfc3339_of
@@ -283,7 +284,7 @@ def _allprop_from_row(res: Row) -> bytes | None:
     locking = res.provider.lock_manager is not None
     texts = [format_property(res) for format_property in _ALLPROP[res.is_collection, locking]]
     for enricher in page.enrichers():
-        for name, value in enricher.values(node, page.environ):
+        for name, value in values_of(enricher, node, page.environ):
             if value is None or _root_tag(name) is None:
                 return None
             texts.append(_value_xml(_ROOT_NAMES, name, value))
