@@ -151,59 +151,28 @@ def test_a_folders_length_and_type_are_answered_not_found(
     ]
 
 
+OC = "{http://owncloud.org/ns}"
 PROPPATCH = (
     '<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"'
     ' xmlns:x="urn:example"><D:set><D:prop>{}</D:prop></D:set></D:propertyupdate>'
 )
-ALLPROP = {
-    "empty": "",
-    "allprop": '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>',
-}
 
 
 @pytest.fixture
 def varied_folder(live_server: LiveServer, folder: str) -> str:
-    """``folder`` with what allprop answers through the general path (a dead property; the
-    locked member) or from values that are not plain text (share types, a favorite)."""
+    """``folder`` with what takes the general path (the members with dead properties; the
+    locked member) or is answered from values that are not plain text (share types, a
+    favorite)."""
     for name, props in (
         ("with space.txt", "<x:colour>blue</x:colour>"),  # a dead property
         ("hash#q?&+%25=;.txt", "<oc:favorite>1</oc:favorite>"),
+        (NAMES[4], "<oc:note>hello</oc:note>"),  # a dead property in an enricher's namespace
     ):
         body = PROPPATCH.format(props)
         assert live_server.request("PROPPATCH", url(folder + name), body).status == 207
     make_link(live_server, folder + "ünïcødé ☃.txt")
     make_link(live_server, folder + "sub folder")
     return folder
-
-
-@pytest.mark.parametrize("body", ALLPROP)
-@pytest.mark.parametrize("depth", ["0", "1"])
-def test_allprop_from_rows_is_the_general_answer_byte_for_byte(
-    live_server: LiveServer,
-    varied_folder: str,
-    body: str,
-    depth: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answered = _count_answers(monkeypatch, "_allprop_from_row")
-    from_rows = _answers(live_server, varied_folder, ALLPROP[body], depth)
-    # The dead property's and the locked member's take the general path; no other does.
-    assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
-    monkeypatch.setattr(propfind, "_allprop_from_row", lambda res: None)
-    assert from_rows == _answers(live_server, varied_folder, ALLPROP[body], depth)
-    answers = {
-        unquote(href).rstrip("/").rpartition("/")[2]: answer
-        for body in from_rows
-        for href, answer in _responses(body).items()
-    }
-
-    def text(name: str, prop: str) -> str | None:
-        return etree.fromstring(answers[name]).findtext(f".//{prop}")
-
-    assert text("sub folder", "{http://owncloud.org/ns}share-type") == "3"
-    assert text("with space.txt", "{urn:example}colour") == "blue"
-    assert text("hash#q?&+%25=;.txt", "{http://owncloud.org/ns}favorite") == "1"
-    assert text("plain.txt", "{DAV:}lockscope/{DAV:}exclusive") is not None
 
 
 def test_each_member_answers_allprop_in_a_listing_as_it_does_on_its_own(
@@ -231,25 +200,51 @@ NEXTCLOUD_BODIES = {
 }
 
 
-@pytest.mark.parametrize("body", NEXTCLOUD_BODIES)
+#: Bodies answered from the rows and the page's enrichers: (the function answering a response
+#: from the rows, the members of ``varied_folder`` it leaves to the general path).
+FROM_ENRICHERS = {
+    # allprop: the locked member, and the two with dead properties.
+    "allprop-empty": ("", "_allprop_from_row", 3),
+    "allprop": (
+        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>',
+        "_allprop_from_row",
+        3,
+    ),
+    # Named: each body names a property no enricher answers, which could be a dead one: the
+    # two members with dead properties.
+    **{name: (_prop(inner), "_from_row", 2) for name, inner in NEXTCLOUD_BODIES.items()},
+}
+
+
+@pytest.mark.parametrize("body", FROM_ENRICHERS)
 @pytest.mark.parametrize("depth", ["0", "1"])
-def test_enriched_properties_from_rows_are_the_general_answer_byte_for_byte(
+def test_answers_from_the_enrichers_are_the_general_answer_byte_for_byte(
     live_server: LiveServer,
     varied_folder: str,
     body: str,
     depth: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    note = PROPPATCH.format("<oc:note>hello</oc:note>")
-    assert live_server.request("PROPPATCH", url(varied_folder + NAMES[4]), note).status == 207
-    request = _prop(NEXTCLOUD_BODIES[body])
-    answered = _count_answers(monkeypatch, "_from_row")
+    request, from_row, general = FROM_ENRICHERS[body]
+    answered = _count_answers(monkeypatch, from_row)
     from_rows = _answers(live_server, varied_folder, request, depth)
-    # The two members with dead properties take the general path (each body names a property
-    # no enricher answers, which could be one of them); no other does.
-    assert answered.count(False) == 2 and answered.count(True) == len(NAMES) + int(depth) - 2
-    monkeypatch.setattr(propfind, "row_formatters", lambda mode, requested: None)
+    assert answered.count(False) == general
+    assert answered.count(True) == len(NAMES) + int(depth) - general
+    monkeypatch.setattr(propfind, from_row, lambda *args: None)
     assert from_rows == _answers(live_server, varied_folder, request, depth)
+    answers = {
+        unquote(href).rstrip("/").rpartition("/")[2]: answer
+        for multistatus in from_rows
+        for href, answer in _responses(multistatus).items()
+    }
+
+    def text(name: str, prop: str) -> str | None:
+        return etree.fromstring(answers[name]).findtext(f".//{prop}")
+
+    if from_row == "_allprop_from_row":
+        assert text("sub folder", OC + "share-type") == "3"
+        assert text("with space.txt", "{urn:example}colour") == "blue"
+        assert text("hash#q?&+%25=;.txt", OC + "favorite") == "1"
+        assert text("plain.txt", "{DAV:}lockscope/{DAV:}exclusive") is not None
     if body == "dead-in-oc":
-        answers = {unquote(h): a for body in from_rows for h, a in _responses(body).items()}
-        assert [h.rpartition("/")[2] for h, a in answers.items() if b"hello" in a] == [NAMES[4]]
+        assert [name for name in NAMES if text(name, OC + "note")] == [NAMES[4]]
