@@ -202,6 +202,13 @@ def _state(environ: Mapping[str, Any]) -> _State:
     return state
 
 
+def _share_types_element(kinds: list[int]) -> etree._Element:
+    element = etree.Element(OC_SHARE_TYPES)
+    for kind in kinds:
+        etree.SubElement(element, OC + "share-type").text = str(kind)
+    return element
+
+
 def _checksums_element(value: str) -> etree._Element:
     element = etree.Element(OC_CHECKSUMS)
     etree.SubElement(element, OC + "checksum").text = value
@@ -260,7 +267,7 @@ class NodeEnricher:
         if name == OC_SIZE:
             return str(node.size)
         if name == OC_SHARE_TYPES:
-            return self._share_types(node, environ)
+            return _share_types_element(self._share_kinds(node, environ))
         if name == NC_HAS_PREVIEW:
             return "false"
         if name == OC_CHECKSUMS:
@@ -293,7 +300,7 @@ class NodeEnricher:
             (OC_PERMISSIONS, permissions_for(node, environ)),
             (OC_SIZE, str(node.size)),
             (OC_FAVORITE, "1" if state.favorites.get(node.id) else "0"),
-            (OC_SHARE_TYPES, self._share_types(node, environ) if shared else ""),
+            (OC_SHARE_TYPES, _share_types_element(shared) if shared else ""),
             (OC_OWNER_ID, username),
             (OC_OWNER_DISPLAY_NAME, display),
             (NC_HAS_PREVIEW, "false"),
@@ -318,12 +325,6 @@ class NodeEnricher:
                         found.setdefault(node_id, set()).add(kind)
             state.share_types.update(found)
         return sorted(state.share_types.get(node.id, ()))
-
-    def _share_types(self, node: NodeInfo, environ: Mapping[str, Any]) -> etree._Element:
-        element = etree.Element(OC_SHARE_TYPES)
-        for kind in self._share_kinds(node, environ):
-            etree.SubElement(element, OC + "share-type").text = str(kind)
-        return element
 
     def set_value(
         self, item: Any, name: str, value: etree._Element | None, environ: Mapping[str, Any]

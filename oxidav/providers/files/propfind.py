@@ -273,6 +273,11 @@ def listed_formatters(mode: str, requested: list[str]) -> list[ListedFormatter] 
     return [_LISTED[name] for name in requested]
 
 
+def _plain_allprop(mode: str, requested: list[str]) -> bool:
+    """An allprop PROPFIND without ``include``: the one ``_allprop_from_row`` answers."""
+    return mode == "allprop" and not requested
+
+
 def _allprop_from_row(res: Row) -> bytes | None:
     """The allprop ``<D:response>`` of ``res`` (without ``include``) from its row and its
     page's enrichers, as the general path writes it; None when the general path must: a node
@@ -346,7 +351,7 @@ def response_xml(
         fast = _from_row(res, from_row)
         if fast is not None:
             return fast
-    elif mode == "allprop" and not requested:
+    elif _plain_allprop(mode, requested):
         fast = _allprop_from_row(res)
         if fast is not None:
             return fast
@@ -435,7 +440,7 @@ def _body(
         pages = [res.mount_members()]
     elif from_row is not None:  # from the rows: no resources, without a creation date fewer columns
         pages = res.iter_member_rows(brief=CREATIONDATE not in names)
-    elif mode == "allprop" and not names:  # from the rows and the enrichers
+    elif _plain_allprop(mode, names):  # from the rows and the enrichers
         pages = res.iter_member_rows()
     else:
         pages = res.iter_member_pages()
