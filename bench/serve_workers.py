@@ -15,7 +15,9 @@ Medians of ``--rounds``; exits 1 unless AFTER beats BEFORE on every figure.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import random
 import shutil
 import statistics
 import tempfile
@@ -23,11 +25,37 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import blake3
+
 from bench._files_servers import Server, add_alice, oxidav_env, oxidav_server
 from bench._revisions import alternating
 from bench.files_propfind import BODIES, listing
 from bench.files_put import content
-from bench.files_vs_apache import CLIENTS, GET_FILES, populate_oxidav, small
+from bench.files_vs_apache import CLIENTS, GET_FILES, RANGE, populate_oxidav, small
+
+#: The file the ``range`` job reads 64 KiB ranges of (``put_range_source`` stores it).
+RANGE_SOURCE = "ranges.bin"
+RANGE_SOURCE_BYTES = 32 * 1024 * 1024
+
+
+@functools.cache
+def range_source() -> bytes:
+    """The ``range`` job's file: 32 MiB that do not repeat (BLAKE3's output of a seed)."""
+    return blake3.blake3(b"ranges").digest(length=RANGE_SOURCE_BYTES)
+
+
+def range_offset(i: int) -> int:
+    """Where the ``i``-th 64 KiB range of the ``range`` job starts (the same in every run)."""
+    return random.Random(i).randrange(0, RANGE_SOURCE_BYTES - RANGE)
+
+
+def put_range_source(server: Server) -> None:
+    """Store ``range_source()`` as ``RANGE_SOURCE`` on ``server`` (before a ``range`` job)."""
+    client = server.client()
+    status, _, _ = client.request("PUT", RANGE_SOURCE, range_source())
+    client.close()
+    if status not in (201, 204):
+        raise SystemExit(f"{server.name}: PUT {RANGE_SOURCE} answered {status}")
 
 
 def _client_run(port: int, base: str, auth: str, job: str, c: int, run: str) -> int:
@@ -43,6 +71,13 @@ def _client_run(port: int, base: str, auth: str, job: str, c: int, run: str) -> 
             response = conn.getresponse()
             if response.status != 200 or response.read() != small(i):
                 raise SystemExit(f"GET g{i}: {response.status}")
+        elif job == "range":
+            first = range_offset(i)
+            wanted = {**headers, "Range": f"bytes={first}-{first + RANGE - 1}"}
+            conn.request("GET", f"{base}{RANGE_SOURCE}", headers=wanted)
+            response = conn.getresponse()
+            if response.status != 206 or response.read() != range_source()[first : first + RANGE]:
+                raise SystemExit(f"Range GET at {first}: {response.status} or other bytes")
         elif job == "put":
             conn.request("PUT", f"{base}{run}/f{i}.bin", body=content(i, run), headers=headers)
             response = conn.getresponse()

@@ -5,8 +5,9 @@ working tree (or ``--after-src``); both as a user starts them (default workers),
 own copy of one prepared data folder (``files_vs_apache``'s tree). Per round, in alternating
 order, with 8 client processes (``serve_workers``' clients, every answer checked): GET of 2000
 files of 4 KiB (requests/s), PROPFIND Depth:1 of a 500-file folder (requests/s), PUT of 2000 new
-4 KiB files (files/s, read back and compared). Medians of ``--rounds``; exits 1 unless AFTER
-beats BEFORE on every ``--decide`` figure (default: all).
+4 KiB files (files/s, read back and compared), 2000 Range GETs of 64 KiB of a 32 MiB file stored
+before the round (requests/s, each answer compared with the source). Medians of ``--rounds``;
+exits 1 unless AFTER beats BEFORE on every ``--decide`` figure (default: all).
 
     python -m bench small_requests [--rounds 3] [--before REV] [--decide "GET 4 KiB x8 req/s"]
 """
@@ -23,9 +24,14 @@ from pathlib import Path
 from bench._files_servers import oxidav_server
 from bench._revisions import add_gate_options, alternating, side_sources
 from bench.files_vs_apache import CLIENTS, side_copies
-from bench.serve_workers import check_puts, rate
+from bench.serve_workers import check_puts, put_range_source, rate
 
-FIGURES = ("GET 4 KiB x8 req/s", "PROPFIND 500 x8 req/s", "PUT 4 KiB x8 files/s")
+FIGURES = (
+    "GET 4 KiB x8 req/s",
+    "PROPFIND 500 x8 req/s",
+    "PUT 4 KiB x8 files/s",
+    "ranges 64 KiB x8 req/s",
+)
 
 
 def main(argv: list[str]) -> int:
@@ -43,10 +49,12 @@ def main(argv: list[str]) -> int:
                     setup = server.client()
                     setup.request("MKCOL", f"r{n}")
                     setup.close()
+                    put_range_source(server)
                     runs = {
                         FIGURES[0]: partial(rate, pool, server, "get"),
                         FIGURES[1]: partial(rate, pool, server, "propfind"),
                         FIGURES[2]: partial(rate, pool, server, "put", f"r{n}"),
+                        FIGURES[3]: partial(rate, pool, server, "range"),
                     }
                     for figure, run in runs.items():
                         figures[name].setdefault(figure, []).append(run())
