@@ -44,9 +44,12 @@ def range_source() -> bytes:
     return blake3.blake3(b"ranges").digest(length=RANGE_SOURCE_BYTES)
 
 
-def range_offset(i: int) -> int:
-    """Where the ``i``-th 64 KiB range of the ``range`` job starts (the same in every run)."""
-    return random.Random(i).randrange(0, RANGE_SOURCE_BYTES - RANGE)
+@functools.cache
+def range_offsets() -> list[int]:
+    """Where each of the ``range`` job's 64 KiB ranges starts (the same in every run and client
+    process; drawn once, outside the timed requests)."""
+    rng = random.Random(RANGE_SOURCE_BYTES)
+    return [rng.randrange(0, RANGE_SOURCE_BYTES - RANGE) for _ in range(GET_FILES)]
 
 
 def put_range_source(server: Server) -> None:
@@ -72,7 +75,7 @@ def _client_run(port: int, base: str, auth: str, job: str, c: int, run: str) -> 
             if response.status != 200 or response.read() != small(i):
                 raise SystemExit(f"GET g{i}: {response.status}")
         elif job == "range":
-            first = range_offset(i)
+            first = range_offsets()[i]
             wanted = {**headers, "Range": f"bytes={first}-{first + RANGE - 1}"}
             conn.request("GET", f"{base}{RANGE_SOURCE}", headers=wanted)
             response = conn.getresponse()
