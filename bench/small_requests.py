@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
 from bench._files_servers import oxidav_server
 from bench._revisions import add_gate_options, alternating, side_sources
-from bench.files_vs_apache import CLIENTS, side_copies
-from bench.serve_workers import check_puts, put_range_source, rate
+from bench.files_vs_apache import side_copies
+from bench.serve_workers import check_puts, client_pool, put_range_source, rate
 
 FIGURES = (
     "GET 4 KiB x8 req/s",
@@ -43,7 +42,7 @@ def main(argv: list[str]) -> int:
         tmp = Path(tmp_name)
         sources = side_sources(args, tmp)
         envs = side_copies(tmp, [500])
-        with ProcessPoolExecutor(CLIENTS) as pool:
+        with client_pool() as pool:
             for n, name in alternating(args.rounds):
                 with oxidav_server(envs[name], source=sources[name], name=name) as server:
                     setup = server.client()
